@@ -1,0 +1,61 @@
+"""The single entry point for tests, lint, type checks and benchmarks."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+def install_test_tooling(session: nox.Session) -> None:
+    # Dependency groups (PEP 735) need pip >= 25.1; a fresh venv may ship older.
+    session.install("--upgrade", "pip>=25.1")
+    session.install("--group", "test", "-e", ".")
+
+
+@nox.session(python="3.11")
+def tests(session: nox.Session) -> None:
+    """Run the test suite (PostgreSQL tests start a throwaway server)."""
+    install_test_tooling(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHONS, default=False)
+def matrix(session: nox.Session) -> None:
+    """Run the test suite on every supported Python."""
+    install_test_tooling(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def lint(session: nox.Session) -> None:
+    """Check style and formatting with ruff."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "swarmstate", "tests", "benchmarks", "examples", "noxfile.py")
+    session.run("ruff", "format", "--check", "swarmstate", "tests", "benchmarks", "examples")
+
+
+@nox.session(python="3.11", default=False)
+def typecheck(session: nox.Session) -> None:
+    """Type-check the package with mypy --strict."""
+    session.install("mypy>=1.10", "-e", ".[all]")
+    session.run("mypy", "--strict", "swarmstate")
+
+
+@nox.session(python="3.11", default=False)
+def perf(session: nox.Session) -> None:
+    """Run the performance regression gates (ratios against a peer in the same run)."""
+    install_test_tooling(session)
+    session.run("pytest", "tests/perf", "-m", "benchmark", "-p", "no:randomly", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def bench(session: nox.Session) -> None:
+    """Run the benchmark suite and regenerate results, charts and docs tables."""
+    install_test_tooling(session)
+    args = session.posargs or ["--quick", "--seed", "7", "--out", "benchmarks/results-quick.json"]
+    session.run("python", "benchmarks/run.py", *args)

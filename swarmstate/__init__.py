@@ -1,0 +1,47 @@
+"""swarmstate: state and checkpointing for agent systems.
+
+State keyed by ``(namespace, key)`` with O(1) snapshots, restore and diffs
+that cost the change, on memory, one SQLite file, or PostgreSQL; and a
+LangGraph checkpointer over any of them.
+"""
+
+from swarmstate._base import BaseStore, Diff, Snapshot
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import (
+    DecodeError,
+    IncompatibleStoreError,
+    InvalidArgumentError,
+    InvalidKeyError,
+    MissingDependencyError,
+    SnapshotError,
+    StorageError,
+    StoreClosedError,
+    SwarmStateError,
+    UnsupportedTypeError,
+    ValueOutOfRangeError,
+)
+from swarmstate._memory import Store
+from swarmstate._transfer import transfer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BaseStore",
+    "DecodeError",
+    "Diff",
+    "IncompatibleStoreError",
+    "InvalidArgumentError",
+    "InvalidKeyError",
+    "MissingDependencyError",
+    "Snapshot",
+    "SnapshotError",
+    "StorageError",
+    "Store",
+    "StoreClosedError",
+    "SwarmStateError",
+    "UnsupportedTypeError",
+    "ValueOutOfRangeError",
+    "dumps",
+    "loads",
+    "transfer",
+]

@@ -1,0 +1,1 @@
+"""Durable backends: ``disk`` (one SQLite file) and ``postgres``."""

@@ -1,0 +1,405 @@
+"""Every SQL statement PostgresStore runs, and its versioned migrations.
+
+Layout (all tables live in one schema, named by the ``schema=`` option):
+
+``entries(ns, key, created_v, deleted_v, value)``
+    One row per value version. ``ns``/``key`` are the UTF-8 bytes of the
+    names (``bytea``: byte order is code point order, and unlike ``text`` it
+    holds U+0000). A row is live while ``deleted_v`` is NULL; it is visible to
+    the snapshot taken at version ``s`` when ``created_v <= s < deleted_v``.
+``meta`` (one row)
+    The store's uid, the version writes are stamped with, the snapshot id
+    counter, the head snapshot and running totals (count, bytes) so a
+    snapshot is one row insert. Every writer locks this row first, which
+    serializes writers and fixes the version for the transaction.
+``snapshots(id, version, parent, taken_at, entry_count, size_bytes)``
+    The retained snapshots; durable and shared by every process.
+
+Writes stamp rows with the current version ``V``. Replacing or deleting a
+live row created at ``V`` (no snapshot can see it) deletes it; one created
+before ``V`` is kept for the snapshots and marked ``deleted_v = V``. A
+snapshot records ``V`` and moves the store to ``V + 1``.
+
+Statements use ``{schema}`` for the schema identifier (quoted by
+``psycopg.sql.Identifier``) and psycopg placeholders for every value.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SCHEMA_VERSION_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS {schema}.migrations (
+    v integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+# Each entry is one schema version; never edit a released entry, append one.
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    (
+        """
+        CREATE TABLE {schema}.meta (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            uid text NOT NULL,
+            version bigint NOT NULL,
+            next_snapshot bigint NOT NULL,
+            head bigint,
+            total_count bigint NOT NULL,
+            total_bytes bigint NOT NULL
+        )""",
+        """
+        INSERT INTO {schema}.meta (uid, version, next_snapshot, head, total_count, total_bytes)
+        VALUES (replace(gen_random_uuid()::text, '-', ''), 1, 1, NULL, 0, 0)""",
+        """
+        CREATE TABLE {schema}.entries (
+            ns bytea NOT NULL,
+            key bytea NOT NULL,
+            created_v bigint NOT NULL,
+            deleted_v bigint,
+            value bytea NOT NULL
+        )""",
+        # The hot path: point reads, ordered ranges, latest, prefix scans.
+        "CREATE UNIQUE INDEX entries_live ON {schema}.entries (ns, key) WHERE deleted_v IS NULL",
+        # Snapshot reads of keys changed since the snapshot.
+        """CREATE INDEX entries_dead ON {schema}.entries (ns, key, created_v)
+           WHERE deleted_v IS NOT NULL""",
+        # Restore and diff find the rows changed between two versions with these.
+        "CREATE INDEX entries_created ON {schema}.entries (created_v)",
+        """CREATE INDEX entries_deleted ON {schema}.entries (deleted_v)
+           WHERE deleted_v IS NOT NULL""",
+        """
+        CREATE TABLE {schema}.snapshots (
+            id bigint PRIMARY KEY,
+            version bigint NOT NULL,
+            parent bigint,
+            taken_at double precision NOT NULL,
+            entry_count bigint NOT NULL,
+            size_bytes bigint NOT NULL
+        )""",
+        # The hot-path writes are functions so that a batch is one statement,
+        # one round trip. Key by key, every statement is a point lookup on
+        # entries_live whatever the table statistics say; one set-based
+        # statement got a sequential-scan generic plan on small tables.
+        # In READ COMMITTED each statement in a volatile function reads a
+        # fresh view, so the rows read after the meta lock are current.
+        """
+        CREATE FUNCTION {schema}.put_many(
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            old_v bigint;
+            old_n bigint;
+            d_count bigint := 0;
+            d_bytes bigint := 0;
+            written bigint := 0;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+                -- New keys (every checkpoint) cost one statement.
+                INSERT INTO {schema}.entries (ns, key, created_v, value)
+                VALUES (p_ns[i], p_key[i], v, p_value[i])
+                ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING;
+                IF FOUND THEN
+                    d_count := d_count + 1;
+                    d_bytes := d_bytes + octet_length(p_value[i]);
+                    written := written + 1;
+                    CONTINUE;
+                END IF;
+                CONTINUE WHEN p_if_absent;
+                SELECT created_v, octet_length(value) INTO old_v, old_n
+                FROM {schema}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                IF old_v = v THEN
+                    -- No snapshot can see the old value: replace it in place.
+                    UPDATE {schema}.entries SET value = p_value[i]
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                    d_bytes := d_bytes - old_n;
+                ELSE
+                    UPDATE {schema}.entries SET deleted_v = v
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                    INSERT INTO {schema}.entries (ns, key, created_v, value)
+                    VALUES (p_ns[i], p_key[i], v, p_value[i]);
+                    d_bytes := d_bytes - old_n;
+                END IF;
+                d_bytes := d_bytes + octet_length(p_value[i]);
+                written := written + 1;
+            END LOOP;
+            UPDATE {schema}.meta
+            SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+            RETURN written;
+        END
+        $fn$""",
+        """
+        CREATE FUNCTION {schema}.remove_many(p_ns bytea[], p_key bytea[])
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            old_v bigint;
+            old_n bigint;
+            removed bigint := 0;
+            d_bytes bigint := 0;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+                SELECT created_v, octet_length(value) INTO old_v, old_n
+                FROM {schema}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                CONTINUE WHEN NOT FOUND;
+                IF old_v = v THEN
+                    DELETE FROM {schema}.entries
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                ELSE
+                    UPDATE {schema}.entries SET deleted_v = v
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                END IF;
+                removed := removed + 1;
+                d_bytes := d_bytes + old_n;
+            END LOOP;
+            UPDATE {schema}.meta
+            SET total_count = total_count - removed, total_bytes = total_bytes - d_bytes;
+            RETURN removed;
+        END
+        $fn$""",
+        # Collects the live keys of the range through entries_live, then
+        # removes them key by key: the cost follows the range, not the table.
+        """
+        CREATE FUNCTION {schema}.remove_range(p_lo bytea, p_hi bytea)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            a_ns bytea[];
+            a_key bytea[];
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key
+            FROM {schema}.entries
+            WHERE ns >= p_lo AND ns < p_hi AND deleted_v IS NULL;
+            IF a_ns IS NULL THEN
+                RETURN 0;
+            END IF;
+            RETURN {schema}.remove_many(a_ns, a_key);
+        END
+        $fn$""",
+        # Reads the source after taking the lock, then writes it through
+        # put_many (which re-takes the lock it already holds). The source is
+        # read in full first, so a target that overlaps it copies what was
+        # there when the call started.
+        """
+        CREATE FUNCTION {schema}.copy_range(p_lo bytea, p_hi bytea, p_target bytea, p_cut integer)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            a_ns bytea[];
+            a_key bytea[];
+            a_value bytea[];
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            SELECT array_agg(p_target || substring(ns FROM p_cut)), array_agg(key),
+                   array_agg(value)
+            INTO a_ns, a_key, a_value
+            FROM {schema}.entries
+            WHERE ns >= p_lo AND ns < p_hi AND deleted_v IS NULL;
+            IF a_ns IS NULL THEN
+                RETURN 0;
+            END IF;
+            RETURN {schema}.put_many(a_ns, a_key, a_value, false);
+        END
+        $fn$""",
+        # Make the live state equal the snapshot taken at version p_v: retire
+        # the live rows created after it, then bring back copies of its rows
+        # deleted since. Costs the rows changed since the snapshot. NULL
+        # means the snapshot is no longer retained (nothing changed).
+        """
+        CREATE FUNCTION {schema}.restore_to(p_id bigint, p_v bigint)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            snap {schema}.snapshots%ROWTYPE;
+            brought bigint;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            SELECT * INTO snap FROM {schema}.snapshots WHERE id = p_id AND version = p_v;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+            DELETE FROM {schema}.entries
+            WHERE deleted_v IS NULL AND created_v > p_v AND created_v = v;
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE deleted_v IS NULL AND created_v > p_v;
+            INSERT INTO {schema}.entries (ns, key, created_v, value)
+            SELECT ns, key, v, value FROM {schema}.entries
+            WHERE deleted_v > p_v AND created_v <= p_v;
+            GET DIAGNOSTICS brought = ROW_COUNT;
+            UPDATE {schema}.meta
+            SET total_count = snap.entry_count, total_bytes = snap.size_bytes, head = snap.id;
+            RETURN brought;
+        END
+        $fn$""",
+    ),
+)
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+SETUP_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+CREATE_SCHEMA: Final = "CREATE SCHEMA IF NOT EXISTS {schema}"
+APPLIED_VERSION: Final = "SELECT coalesce(max(v), 0) FROM {schema}.migrations"
+RECORD_VERSION: Final = "INSERT INTO {schema}.migrations (v) VALUES (%s)"
+
+# -- reads -------------------------------------------------------------------
+
+OPEN: Final = """
+SELECT m.uid, (SELECT max(v) FROM {schema}.migrations) FROM {schema}.meta m"""
+
+GET: Final = """
+SELECT value FROM {schema}.entries
+WHERE ns = %(ns)b AND key = %(key)b AND deleted_v IS NULL"""
+
+GET_MANY: Final = """
+SELECT i.ord, e.value
+FROM unnest(%(ns)b::bytea[], %(key)b::bytea[]) WITH ORDINALITY AS i(ns, key, ord)
+JOIN {schema}.entries e ON e.ns = i.ns AND e.key = i.key AND e.deleted_v IS NULL"""
+
+_RANGE: Final = """
+FROM {schema}.entries
+WHERE ns = %(ns)b AND deleted_v IS NULL AND key >= %(start)b AND key < %(stop)b
+ORDER BY key {order} LIMIT %(limit)s::bigint"""
+
+KEYS_ASC: Final = "SELECT key" + _RANGE.replace("{order}", "ASC")
+KEYS_DESC: Final = "SELECT key" + _RANGE.replace("{order}", "DESC")
+ITEMS_ASC: Final = "SELECT key, value" + _RANGE.replace("{order}", "ASC")
+ITEMS_DESC: Final = "SELECT key, value" + _RANGE.replace("{order}", "DESC")
+
+# A loose index scan: one index probe per namespace, not one row per entry.
+NAMESPACES: Final = """
+WITH RECURSIVE walk(ns) AS (
+    (SELECT ns FROM {schema}.entries
+     WHERE deleted_v IS NULL AND ns >= %(lo)b AND ns < %(hi)b ORDER BY ns LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.ns FROM {schema}.entries e
+            WHERE e.deleted_v IS NULL AND e.ns > w.ns AND e.ns < %(hi)b
+            ORDER BY e.ns LIMIT 1)
+    FROM walk w WHERE w.ns IS NOT NULL
+)
+SELECT ns FROM walk WHERE ns IS NOT NULL"""
+
+COUNT: Final = """
+SELECT count(*) FROM {schema}.entries WHERE ns = %(ns)b AND deleted_v IS NULL"""
+
+LENGTH: Final = "SELECT total_count FROM {schema}.meta"
+
+# -- writes ------------------------------------------------------------------
+# Keyed writes are the functions created by the migrations: one statement,
+# one round trip each. CLEAR and SNAPSHOT run after LOCK in one pipeline (one
+# implicit transaction, one round trip): under READ COMMITTED the second
+# statement's view is taken after the lock is granted, so it sees every
+# write committed before it and none can commit while it runs.
+
+LOCK: Final = "SELECT version FROM {schema}.meta FOR UPDATE"
+
+PUT_MANY: Final = "SELECT {schema}.put_many(%(ns)b, %(key)b, %(value)b, %(if_absent)s)"
+
+REMOVE_MANY: Final = "SELECT {schema}.remove_many(%(ns)b, %(key)b)"
+
+REMOVE_RANGE: Final = "SELECT {schema}.remove_range(%(lo)b, %(hi)b)"
+
+COPY_RANGE: Final = "SELECT {schema}.copy_range(%(lo)b, %(hi)b, %(target)b, %(cut)s::integer)"
+
+# Delete the live rows created at the current version (no snapshot sees
+# them); mark the older ones deleted for the snapshots that still do.
+CLEAR: Final = """
+WITH cur AS (SELECT version FROM {schema}.meta),
+gone AS (
+    DELETE FROM {schema}.entries e USING cur
+    WHERE e.deleted_v IS NULL AND e.created_v = cur.version
+),
+sealed AS (
+    UPDATE {schema}.entries e SET deleted_v = cur.version FROM cur
+    WHERE e.deleted_v IS NULL AND e.created_v < cur.version
+)
+UPDATE {schema}.meta SET total_count = 0, total_bytes = 0
+RETURNING 0"""
+
+# -- snapshots ---------------------------------------------------------------
+
+SNAPSHOT: Final = """
+WITH m AS (SELECT * FROM {schema}.meta),
+snap AS (
+    INSERT INTO {schema}.snapshots (id, version, parent, taken_at, entry_count, size_bytes)
+    SELECT next_snapshot, version, head, extract(epoch FROM clock_timestamp()),
+           total_count, total_bytes
+    FROM m
+    RETURNING id, parent, taken_at, size_bytes, entry_count, version
+),
+moved AS (
+    UPDATE {schema}.meta SET version = version + 1, next_snapshot = next_snapshot + 1,
+        head = (SELECT id FROM snap)
+)
+SELECT id, parent, taken_at, size_bytes, entry_count, version FROM snap"""
+
+# Evict all but the newest %(keep)s snapshots, then drop the row versions no
+# retained snapshot can see: with consecutive snapshot versions, those are
+# exactly the rows deleted at or before the oldest retained version.
+EVICT: Final = """
+WITH newest AS (SELECT max(id) AS id FROM {schema}.snapshots),
+evicted AS (
+    DELETE FROM {schema}.snapshots s USING newest
+    WHERE s.id <= newest.id - %(keep)s::bigint
+),
+floor AS (
+    SELECT min(s.version) AS v FROM {schema}.snapshots s, newest
+    WHERE s.id > newest.id - %(keep)s::bigint
+)
+DELETE FROM {schema}.entries e USING floor
+WHERE e.deleted_v IS NOT NULL AND e.deleted_v <= floor.v"""
+
+SNAPSHOTS: Final = """
+SELECT id, parent, taken_at, size_bytes, entry_count, version
+FROM {schema}.snapshots ORDER BY id"""
+
+IS_LIVE: Final = """
+SELECT count(*) FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint"""
+
+_LIVE: Final = """EXISTS (
+    SELECT 1 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint
+)"""
+
+SNAPSHOT_GET: Final = (
+    """
+SELECT value FROM {schema}.entries
+WHERE ns = %(ns)b AND key = %(key)b AND created_v <= %(v)s::bigint
+  AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint) AND """
+    + _LIVE
+)
+
+SNAPSHOT_KEYS: Final = (
+    """
+SELECT ns, key FROM {schema}.entries
+WHERE created_v <= %(v)s::bigint AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint) AND """
+    + _LIVE
+    + " ORDER BY ns, key"
+)
+
+# Rows whose visibility differs between versions lo < hi were created or
+# deleted in (lo, hi]. Among them, the row visible at lo was deleted in that
+# range, and the row visible at hi was created in it and outlived it.
+SNAPSHOT_DIFF: Final = """
+WITH live AS (
+    SELECT count(*) AS c FROM {schema}.snapshots
+    WHERE (id = %(id1)s::bigint AND version = %(v1)s::bigint)
+       OR (id = %(id2)s::bigint AND version = %(v2)s::bigint)
+),
+cand AS (
+    SELECT ns, key, created_v, deleted_v, value FROM {schema}.entries, live
+    WHERE live.c = %(need)s::bigint
+      AND ((created_v > %(lo)s::bigint AND created_v <= %(hi)s::bigint)
+        OR (deleted_v > %(lo)s::bigint AND deleted_v <= %(hi)s::bigint))
+),
+at_lo AS (SELECT ns, key, value FROM cand WHERE created_v <= %(lo)s::bigint),
+at_hi AS (
+    SELECT ns, key, value FROM cand
+    WHERE created_v > %(lo)s::bigint AND (deleted_v IS NULL OR deleted_v > %(hi)s::bigint)
+)
+SELECT coalesce(a.ns, b.ns), coalesce(a.key, b.key), a.ns IS NOT NULL, b.ns IS NOT NULL
+FROM at_lo a FULL JOIN at_hi b ON a.ns = b.ns AND a.key = b.key
+WHERE a.ns IS NULL OR b.ns IS NULL OR a.value <> b.value"""
+
+RESTORE: Final = "SELECT {schema}.restore_to(%(id)s::bigint, %(v)s::bigint)"

@@ -1,0 +1,591 @@
+"""DiskStore: the store contract in one SQLite file (apsw, WAL), durable snapshots.
+
+Values and every row version a retained snapshot needs live in one table
+(see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
+row recording a version, never a copy; restore and diff read only the rows
+written since. Several threads and processes may share the file: each
+thread gets its own connection, writes take the write lock up front
+(``BEGIN IMMEDIATE``), and a process that forks opens fresh connections.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from swarmstate._base import (
+    MISSING,
+    BaseStore,
+    Diff,
+    Snapshot,
+    check_items,
+    check_range_args,
+    prefix_upper_bound,
+    sorted_diff,
+)
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import (
+    InvalidArgumentError,
+    InvalidKeyError,
+    SnapshotError,
+    StoreClosedError,
+    check_key,
+    check_namespace,
+)
+from swarmstate.backends import _sqlite as sql
+from swarmstate.backends._sqlite import Connection, apsw
+
+__all__ = ["DiskStore"]
+
+_T = TypeVar("_T")
+_NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
+_ABANDONED: list[Connection] = []
+"""Connections inherited across fork: never closed in the child, where closing
+could disturb the parent's locks and WAL."""
+
+
+class DiskStore(BaseStore):
+    """State keyed by ``(namespace, key)`` in one SQLite file, snapshots included.
+
+    Args:
+        path: The database file; created (mode 0600) if missing. Its
+            directory must exist.
+        synchronous: ``"NORMAL"`` (default: a committed write survives a
+            crash of the process; the last commits may be lost if the machine
+            loses power) or ``"FULL"`` (a committed write survives power loss,
+            at the cost of an fsync per commit).
+        max_history: How many snapshots to keep (oldest evicted first, and
+            the row versions only they needed are deleted); None keeps all.
+            It applies when this handle takes a snapshot.
+        busy_timeout: Seconds to wait for another writer's lock before
+            raising :class:`~swarmstate.StorageError`.
+
+    Raises:
+        StorageError: The directory is missing or the file cannot be opened.
+        IncompatibleStoreError: The file is not SQLite, was made by something
+            else, or by a newer swarmstate. The file is left untouched.
+
+    Thread-safe and safe for several processes on one host. After ``fork``
+    the child opens its own connections on first use.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        max_history: int | None = None,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        if max_history is not None and (type(max_history) is not int or max_history < 1):
+            raise InvalidArgumentError(
+                f"max_history must be a positive int or None, got {max_history!r}"
+            )
+        level = synchronous.upper() if isinstance(synchronous, str) else synchronous
+        if level not in sql.SYNCHRONOUS_LEVELS:
+            raise InvalidArgumentError(
+                f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
+            )
+        if (
+            isinstance(busy_timeout, bool)
+            or not isinstance(busy_timeout, int | float)
+            or not busy_timeout > 0
+        ):
+            raise InvalidArgumentError(
+                f"busy_timeout must be a positive number of seconds, got {busy_timeout!r}"
+            )
+        self.path = Path(os.path.abspath(os.fspath(path)))
+        self.synchronous: str = level
+        self.max_history = max_history
+        self.busy_timeout = float(busy_timeout)
+        self._file = str(self.path)
+        self._closed = False
+        self._reset_process_state()
+        sql.prepare_file(self._file)
+        conn = self._new_connection()
+        try:
+            sql.identify(conn, self._file)
+            sql.use_wal(conn, self._file)
+            self._uid = sql.setup(conn, self._file)
+        except apsw.Error as exc:
+            self.close()
+            raise sql.translate(exc, self._file, "open the store") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def setup(self) -> None:
+        """Create or migrate the schema; idempotent, and already run by the constructor."""
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                sql.setup(conn, self._file)
+            except apsw.Error as exc:
+                raise sql.translate(exc, self._file, "set up the schema") from exc
+
+    # -- connections -----------------------------------------------------
+
+    def _reset_process_state(self) -> None:
+        """Per-process state: this thread's connection, the list to close, the write lock."""
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._conns: list[tuple[weakref.ref[threading.Thread], Connection]] = []
+        self._conns_lock = threading.Lock()
+        # Threads of one process queue here, without SQLite's sleep-and-retry.
+        self._write_lock = threading.Lock()
+
+    def _conn(self) -> Connection:
+        """This thread's connection; opens one on first use and after a fork."""
+        if self._closed:
+            raise StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
+        if os.getpid() != self._pid:
+            with self._conns_lock:
+                _ABANDONED.extend(conn for _, conn in self._conns)
+            self._reset_process_state()
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._new_connection()
+        return conn
+
+    def _new_connection(self) -> Connection:
+        try:
+            conn = sql.open_connection(self._file)
+            sql.configure(conn, self.synchronous, self.busy_timeout)
+        except apsw.Error as exc:
+            raise sql.translate(exc, self._file, "open a connection") from exc
+        with self._conns_lock:
+            alive = []
+            for thread_ref, other in self._conns:
+                thread = thread_ref()
+                if thread is None or not thread.is_alive():
+                    other.close()  # its thread is gone; nothing can be using it
+                else:
+                    alive.append((thread_ref, other))
+            alive.append((weakref.ref(threading.current_thread()), conn))
+            self._conns = alive
+        self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened in this process; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        if os.getpid() != self._pid:
+            _ABANDONED.extend(conn for _, conn in conns)
+            return
+        for _, conn in conns:
+            conn.close()
+
+    def _fail(self, exc: BaseException, action: str) -> Exception:
+        if isinstance(exc, UnicodeEncodeError):
+            return InvalidKeyError(
+                f"namespaces and keys must be valid Unicode to be stored in SQLite, "
+                f"got a lone surrogate ({exc.reason}); encode such text first"
+            )
+        return sql.translate(exc, self._file, action)
+
+    def _write(self, action: str, body: Callable[[Connection], _T]) -> _T:
+        """Run ``body`` in one write transaction that holds the write lock from the start."""
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                self._begin_immediate(conn)
+                try:
+                    result = body(conn)
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except (apsw.Error, UnicodeEncodeError) as exc:
+                raise self._fail(exc, action) from exc
+        return result
+
+    def _begin_immediate(self, conn: Connection) -> None:
+        # SQLite's busy handler waits busy_timeout for the lock; a few busy
+        # cases (WAL recovery by another process) skip the handler, so retry
+        # them here within the same budget.
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.001
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except apsw.BusyError:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+
+    def _read(self, action: str, body: Callable[[Connection], _T]) -> _T:
+        """Run ``body`` in one read transaction: a consistent view, no write lock."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            try:
+                return body(conn)
+            finally:
+                conn.execute("COMMIT")
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, action) from exc
+
+    # -- reads -----------------------------------------------------------
+
+    def _get_or_missing(self, namespace: str, key: str) -> Any:
+        if type(namespace) is not str or type(key) is not str:
+            check_key(namespace, key)
+        conn = self._conn()
+        try:
+            row = conn.execute(sql.GET, (namespace, key)).fetchone()
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, "read") from exc
+        return MISSING if row is None else loads(row[0])
+
+    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
+        checked = _checked_pairs(pairs)
+
+        def body(conn: Connection) -> list[Any]:
+            found = []
+            for pair in checked:
+                row = conn.execute(sql.GET, pair).fetchone()
+                found.append(None if row is None else loads(row[0]))
+            return found
+
+        return self._read("read", body)
+
+    def keys(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[str]:
+        rows = self._range("key", namespace, start, stop, reverse, limit)
+        return [row[0] for row in rows]
+
+    def items(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[tuple[str, Any]]:
+        rows = self._range("key, value", namespace, start, stop, reverse, limit)
+        return [(row[0], loads(row[1])) for row in rows]
+
+    def _range(
+        self,
+        columns: str,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[Any]:
+        check_namespace(namespace)
+        check_range_args(limit, start, stop)
+        query = sql.RANGE_SQL[(columns, start is not None, stop is not None, bool(reverse))]
+        params = (namespace, start, stop, _NO_LIMIT if limit is None else limit)
+        conn = self._conn()
+        try:
+            return conn.execute(query, params).fetchall()
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, "read") from exc
+
+    def namespaces(self, prefix: str | None = None) -> list[str]:
+        if prefix is not None:
+            check_namespace(prefix)
+        low = prefix or ""
+        high = prefix_upper_bound(low)
+        conn = self._conn()
+        try:
+            query = sql.NAMESPACES_SQL[high is not None]
+            rows: list[Any] = conn.execute(query, _bounds(low, high)).fetchall()
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, "read") from exc
+        return [row[0] for row in rows]
+
+    def count(self, namespace: str) -> int:
+        check_namespace(namespace)
+        conn = self._conn()
+        try:
+            row: Any = conn.execute(sql.COUNT, (namespace,)).fetchone()
+            return int(row[0])
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, "read") from exc
+
+    def __len__(self) -> int:
+        """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
+        conn = self._conn()
+        try:
+            totals: Any = conn.execute(sql.TOTALS).fetchone()
+            return int(totals[4])
+        except apsw.Error as exc:
+            raise self._fail(exc, "read") from exc
+
+    # -- writes ----------------------------------------------------------
+
+    def set(self, namespace: str, key: str, value: Any) -> None:
+        if type(namespace) is not str or type(key) is not str:
+            check_key(namespace, key)
+        data = dumps(value)
+        params = (namespace, key, len(data), data)
+        conn = self._conn()
+        # One autocommit statement takes the write lock at its start (no
+        # upgrade), and covers inserts and overwrites of rows no snapshot needs.
+        with self._write_lock:
+            try:
+                conn.execute(sql.PUT_FAST, params)
+                if conn.changes():
+                    return
+            except (apsw.Error, UnicodeEncodeError) as exc:
+                if not isinstance(exc, apsw.BusyError):
+                    raise self._fail(exc, "write") from exc
+        self._write("write", lambda c: _put(c, [params]))
+
+    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
+        rows = [(ns, key, len(d), d) for ns, key, d in _encoded(check_items(items))]
+        if not rows:
+            return 0
+        if if_absent:
+            return self._write("write", lambda conn: _put_if_absent(conn, rows))
+        return self._write("write", lambda conn: _put(conn, rows))
+
+    def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
+        checked = _checked_pairs(pairs)
+        if not checked:
+            return 0
+        return self._write("delete", lambda conn: _delete(conn, checked))
+
+    def delete_prefix(self, prefix: str) -> int:
+        check_namespace(prefix)
+        high = prefix_upper_bound(prefix)
+        flag, bounds = high is not None, _bounds(prefix, high)
+
+        def body(conn: Connection) -> int:
+            conn.execute(sql.PREFIX_DELETE_NEW_SQL[flag], bounds)
+            removed = conn.changes()
+            conn.execute(sql.PREFIX_END_SQL[flag], bounds)
+            return int(removed + conn.changes())
+
+        return self._write("delete", body)
+
+    def copy_prefix(self, source: str, target: str) -> int:
+        check_namespace(source)
+        check_namespace(target)
+        high = prefix_upper_bound(source)
+        cut = len(source)
+
+        def body(conn: Connection) -> int:
+            query = sql.PREFIX_ROWS_SQL[high is not None]
+            found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
+            rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
+            if rows:
+                _put(conn, rows)
+            return len(rows)
+
+        return self._write("copy", body)
+
+    def clear(self) -> None:
+        def body(conn: Connection) -> None:
+            conn.execute(sql.CLEAR_DELETE_NEW)
+            conn.execute(sql.CLEAR_END)
+
+        self._write("clear", body)
+
+    # -- snapshots -------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        def body(conn: Connection) -> Snapshot:
+            totals: Any = conn.execute(sql.TOTALS).fetchone()
+            epoch, _, head, next_id, count, nbytes = totals
+            snap = Snapshot(
+                id=epoch,
+                parent=head,
+                timestamp=time.time(),
+                size_bytes=nbytes,
+                count=count,
+                _store=self,
+                _payload=next_id,
+            )
+            conn.execute(
+                sql.SNAPSHOT_INSERT,
+                (snap.id, next_id, snap.parent, snap.timestamp, nbytes, count),
+            )
+            conn.execute(sql.SNAPSHOT_ADVANCE, (snap.id, next_id, count, nbytes))
+            if self.max_history is not None:
+                _evict(conn, self.max_history)
+            return snap
+
+        return self._write("take a snapshot", body)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        self._check_own(snapshot)
+
+        def body(conn: Connection) -> None:
+            mark = self._mark(conn, snapshot)
+            epoch_floor: Any = conn.execute(sql.EPOCH_FLOOR).fetchone()
+            epoch, floor = epoch_floor
+            params = {"m": mark, "v": snapshot.id}
+            plan: list[Any] = conn.execute(sql.RESTORE_PLAN, params).fetchall()
+            for then, now, then_ended, same in plan:
+                if same:
+                    continue  # already holds the snapshot's bytes
+                if now is not None:
+                    conn.execute(sql.DELETE_ROW if now >= floor else sql.END_ROW, (now,))
+                if then is None:
+                    continue
+                if then_ended == epoch:
+                    conn.execute(sql.REVIVE_ROW, (then,))
+                else:
+                    conn.execute(sql.COPY_ROW, (then,))
+            conn.execute(sql.SET_HEAD, (snapshot.id,))
+
+        self._write("restore a snapshot", body)
+
+    def snapshots(self) -> list[Snapshot]:
+        conn = self._conn()
+        try:
+            rows: list[Any] = conn.execute(sql.SNAPSHOT_LIST).fetchall()
+        except apsw.Error as exc:
+            raise self._fail(exc, "list snapshots") from exc
+        return [
+            Snapshot(
+                id=sid,
+                parent=parent,
+                timestamp=timestamp,
+                size_bytes=size_bytes,
+                count=count,
+                _store=self,
+                _payload=mark,
+            )
+            for sid, mark, parent, timestamp, size_bytes, count in rows
+        ]
+
+    def _mark(self, conn: Connection, snapshot: Snapshot) -> int:
+        """The snapshot's mark, read inside the caller's transaction; raises if evicted."""
+        row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
+        if row is None:
+            raise SnapshotError(
+                f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
+                "raise max_history to keep more snapshots"
+            )
+        return int(row[0])
+
+    def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
+        self._check_own(snapshot)
+
+        def body(conn: Connection) -> Any:
+            mark = self._mark(conn, snapshot)
+            row = conn.execute(sql.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)).fetchone()
+            return default if row is None else loads(row[0])
+
+        return self._read("read a snapshot", body)
+
+    def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
+        self._check_own(snapshot)
+
+        def body(conn: Connection) -> list[tuple[str, str]]:
+            mark = self._mark(conn, snapshot)
+            rows: list[Any] = conn.execute(sql.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
+            return [(ns, key) for ns, key in rows]
+
+        return self._read("read a snapshot", body)
+
+    def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
+        def body(conn: Connection) -> Diff:
+            a_m, b_m = self._mark(conn, base), self._mark(conn, later)
+            (lo, lo_m), (hi, hi_m) = sorted([(base.id, a_m), (later.id, b_m)])
+            params = {
+                "lo": lo, "lo_m": lo_m, "hi": hi, "hi_m": hi_m,
+                "a": base.id, "a_m": a_m, "b": later.id, "b_m": b_m,
+            }  # fmt: skip
+            added, removed, changed = [], [], []
+            for ns, key, a, b, differs in conn.execute(sql.DIFF, params):
+                if a is None and b is not None:
+                    added.append((ns, key))
+                elif b is None and a is not None:
+                    removed.append((ns, key))
+                elif differs:
+                    changed.append((ns, key))
+            return sorted_diff(added, removed, changed)
+
+        return self._read("diff snapshots", body)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"synchronous={self.synchronous}"
+        return f"DiskStore({self._file!r}, {state})"
+
+
+# -- helpers run inside a write transaction -----------------------------------
+
+
+def _put(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+    """Write rows, keeping any current row a snapshot still needs as a past row."""
+    conn.executemany(sql.END_OLD, [(ns, key) for ns, key, _, _ in rows])
+    conn.executemany(sql.PUT, rows)
+    return len(rows)
+
+
+def _put_if_absent(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+    written = 0
+    for row in rows:
+        conn.execute(sql.PUT_IF_ABSENT, row)
+        written += conn.changes()
+    return written
+
+
+def _delete(conn: Connection, pairs: list[tuple[str, str]]) -> int:
+    removed = 0
+    for pair in pairs:
+        conn.execute(sql.DELETE_NEW, pair)
+        gone = conn.changes()
+        if not gone:
+            conn.execute(sql.END_LIVE, pair)
+            gone = conn.changes()
+        removed += gone
+    return removed
+
+
+def _evict(conn: Connection, max_history: int) -> None:
+    """Drop snapshots beyond ``max_history`` and the row versions only they needed."""
+    row = conn.execute(sql.SNAPSHOT_KEEP_FROM, (max_history - 1,)).fetchone()
+    if row is None:
+        return
+    keep_from = row[0]
+    conn.execute(sql.SNAPSHOT_EVICT, (keep_from,))
+    if conn.changes():
+        conn.execute(sql.COLLECT_GARBAGE, (keep_from,))
+
+
+# -- input checks ---------------------------------------------------------------
+
+
+def _bounds(low: str, high: str | None) -> tuple[str, ...]:
+    """Parameters of a prefix query: the statement has ``?2`` only when bounded."""
+    return (low,) if high is None else (low, high)
+
+
+def _encoded(batch: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, bytes]]:
+    return [(ns, key, dumps(value)) for ns, key, value in batch]
+
+
+def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    checked = list(pairs)
+    for pair in checked:
+        if type(pair) not in (tuple, list) or len(pair) != 2:
+            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
+        check_key(pair[0], pair[1])
+    return [(pair[0], pair[1]) for pair in checked]

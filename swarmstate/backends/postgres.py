@@ -1,0 +1,572 @@
+"""PostgresStore: the Store contract on PostgreSQL, for many processes on many machines.
+
+Every process (on any machine) that opens the same server and schema sees
+one store: the same entries, the same snapshots, the same uid. Nothing is
+cached per process except the schema's uid, which never changes.
+
+How it works (the SQL lives in :mod:`swarmstate.backends._pg_sql`):
+
+* Rows are versioned (``created_v``/``deleted_v``), so a snapshot is one
+  row insert (O(1)), and restore and diff read only rows changed between the
+  two versions.
+* Each write is two statements sent in one pipeline (one round trip, one
+  implicit transaction): lock the store's ``meta`` row, then do the whole
+  batch in one statement. The lock serializes writers (no lost writes) and
+  fixes the version the batch is stamped with; reads take no lock and see
+  the latest committed write of any process.
+* Keys are stored as UTF-8 ``bytea`` so the order is Python's ``str`` order
+  and U+0000 is allowed; ``b"\\xff"`` never occurs in UTF-8, so
+  ``[enc(prefix), enc(prefix) + b"\\xff")`` is exactly the prefix range.
+
+psycopg 3 and psycopg_pool are imported only here: ``pip install
+"swarmstate[postgres]"``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from swarmstate._base import (
+    MISSING,
+    BaseStore,
+    Diff,
+    Snapshot,
+    check_items,
+    check_range_args,
+    sorted_diff,
+)
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import (
+    IncompatibleStoreError,
+    InvalidArgumentError,
+    MissingDependencyError,
+    SnapshotError,
+    StorageError,
+    StoreClosedError,
+    check_key,
+    check_namespace,
+)
+from swarmstate.backends import _pg_sql as q
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg import sql
+    from psycopg.rows import tuple_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        f"PostgresStore needs psycopg 3 and psycopg_pool ({exc.name} is missing): "
+        'pip install "swarmstate[postgres]"'
+    ) from exc
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+
+_TOP = b"\xff"  # greater than every UTF-8 encoding: the open upper bound
+_RETRIES = 8
+# Only what the isolation level or a lock cycle can cause; retrying the whole
+# transaction is then correct because nothing of it was committed.
+_RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
+
+
+def _enc(name: str) -> bytes:
+    return name.encode("utf-8", "surrogatepass")
+
+
+def _dec(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
+def _safe_conninfo(conninfo: str) -> str:
+    """``conninfo`` without its password, for repr and messages."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "<unparsable conninfo>"
+    params.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items()) if k != "passfile")
+
+
+class PostgresStore(BaseStore):
+    """State keyed by ``(namespace, key)`` in PostgreSQL, shared by every process.
+
+    Args:
+        conninfo: A libpq connection string or URL. The store then owns a
+            ``psycopg_pool.ConnectionPool`` (autocommit connections) and
+            closes it in :meth:`close`.
+        pool: A pool you own instead of ``conninfo``. Its connections should
+            be autocommit (one round trip per operation); the store never
+            closes it.
+        schema: The schema holding this store's tables. Stores in different
+            schemas of one database are independent (one per tenant).
+        max_history: How many snapshots to retain, oldest evicted first, when
+            this process takes a snapshot; None keeps every snapshot.
+
+    Call :meth:`setup` once (any process, any number of times) before use.
+    Thread-safe: threads share the pool.
+    """
+
+    def __init__(
+        self,
+        conninfo: str | None = None,
+        *,
+        pool: ConnectionPool[Any] | None = None,
+        schema: str = "swarmstate",
+        max_history: int | None = None,
+    ) -> None:
+        if (conninfo is None) == (pool is None):
+            raise InvalidArgumentError("PostgresStore takes either conninfo or pool=, not both")
+        if conninfo is not None and type(conninfo) is not str:
+            raise InvalidArgumentError(f"conninfo must be a str, got {type(conninfo).__name__}")
+        if type(schema) is not str or not schema or "\x00" in schema:
+            raise InvalidArgumentError(f"schema must be a non-empty str, got {schema!r}")
+        if max_history is not None and (type(max_history) is not int or max_history < 1):
+            raise InvalidArgumentError(
+                f"max_history must be a positive int or None, got {max_history!r}"
+            )
+        self.schema = schema
+        self.max_history = max_history
+        self._conninfo = conninfo
+        self._owns_pool = pool is None
+        self._pool: ConnectionPool[Any] | None = pool
+        self._pid = os.getpid()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._uid_value: str | None = None
+        ident = sql.Identifier(schema)
+        self._sql: dict[str, str] = {
+            name: sql.SQL(text).format(schema=ident).as_string(None)
+            for name, text in vars(q).items()
+            if name.isupper() and isinstance(text, str) and not name.startswith("_")
+        }
+        self._migrations = [
+            [sql.SQL(s).format(schema=ident).as_string(None) for s in step] for step in q.MIGRATIONS
+        ]
+        if self._owns_pool:
+            self._pool = self._new_pool()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conninfo: str,
+        *,
+        schema: str = "swarmstate",
+        max_history: int | None = None,
+    ) -> Iterator[PostgresStore]:
+        """Open a store on ``conninfo`` for the ``with`` block, then close its pool."""
+        store = cls(conninfo, schema=schema, max_history=max_history)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def _new_pool(self) -> ConnectionPool[Any]:
+        assert self._conninfo is not None
+        return ConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=8,
+            kwargs={"autocommit": True},
+            open=True,
+            name=f"swarmstate-{self.schema}",
+        )
+
+    # -- plumbing --------------------------------------------------------
+
+    def _get_pool(self) -> ConnectionPool[Any]:
+        if self._closed:
+            raise StoreClosedError("this PostgresStore is closed; open a new one")
+        if self._owns_pool and self._pid != os.getpid():
+            # After fork the parent's sockets must not be used or closed here.
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._pool = self._new_pool()
+                    self._pid = os.getpid()
+        assert self._pool is not None
+        return self._pool
+
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``work`` on a pooled connection, retrying serialization failures."""
+        pool = self._get_pool()
+        for attempt in range(_RETRIES):
+            try:
+                with pool.connection() as conn:
+                    result = work(conn)
+                    if not conn.autocommit:
+                        conn.commit()
+                    return result
+            except _RETRYABLE as exc:
+                if attempt == _RETRIES - 1:
+                    raise StorageError(
+                        f"PostgreSQL kept aborting the transaction ({exc.sqlstate}) after "
+                        f"{_RETRIES} attempts; retry later"
+                    ) from exc
+                time.sleep(random.uniform(0, 0.002 * 2**attempt))
+            except _MISSING_TABLES as exc:
+                raise StorageError(
+                    f"swarmstate tables not found in schema {self.schema!r}: "
+                    "call PostgresStore.setup() once before using the store"
+                ) from exc
+            except PoolTimeout as exc:
+                raise StorageError(
+                    f"no PostgreSQL connection available ({exc}); check that the server "
+                    "is reachable and the pool is large enough"
+                ) from exc
+            except psycopg.Error as exc:
+                raise StorageError(f"PostgreSQL operation failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fetch(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run one read statement (one round trip) and return its rows."""
+        self._ready()
+        text = self._sql[name]
+
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            with conn.cursor(row_factory=tuple_row, binary=True) as cur:
+                cur.execute(text, params)
+                return cur.fetchall()
+
+        return self._run(work)
+
+    def _write(self, name: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """Lock the store and run one write statement, in one round trip."""
+        self._ready()
+        lock, text = self._sql["LOCK"], self._sql[name]
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+            # Separate cursors: each statement's result stays with its cursor.
+            with conn.pipeline():
+                conn.cursor().execute(lock)
+                cur = conn.cursor(row_factory=tuple_row, binary=True)
+                cur.execute(text, params)
+            return cur.fetchone()
+
+        return self._run(work)
+
+    def _ready(self) -> None:
+        """Check once per store that the schema exists and is not newer than this code."""
+        if self._uid_value is not None:
+            return
+
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                return cur.execute(self._sql["OPEN"]).fetchall()
+
+        rows = self._run(work)
+        if not rows:
+            raise IncompatibleStoreError(
+                f"schema {self.schema!r} has no swarmstate meta row; it was damaged "
+                "or written by something else"
+            )
+        uid, version = rows[0]
+        _check_version(self.schema, version)
+        self._uid_value = uid
+
+    @property
+    def _uid(self) -> str:
+        self._ready()
+        assert self._uid_value is not None
+        return self._uid_value
+
+    @_uid.setter
+    def _uid(self, value: str) -> None:
+        self._uid_value = value
+
+    # -- setup -----------------------------------------------------------
+
+    def setup(self, conn: psycopg.Connection[Any] | None = None) -> None:
+        """Create or migrate this store's schema; idempotent and safe to race.
+
+        Concurrent callers (any process) wait on one advisory lock, so each
+        migration runs once. Everything runs in one transaction, or in a
+        savepoint of ``conn``'s transaction when you pass a connection that
+        is already in one (your own migration, say): then it commits or rolls
+        back with yours.
+
+        Raises:
+            IncompatibleStoreError: The schema was written by a newer swarmstate.
+        """
+        if conn is not None:
+            self._setup_on(conn)
+            return
+        self._run(self._setup_on)
+
+    def _setup_on(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(self._sql["SETUP_LOCK"], (f"swarmstate.setup:{self.schema}",))
+            cur.execute(self._sql["CREATE_SCHEMA"])
+            cur.execute(self._sql["SCHEMA_VERSION_TABLE"])
+            row = cur.execute(self._sql["APPLIED_VERSION"]).fetchone()
+            applied = int(row[0]) if row else 0
+            _check_version(self.schema, applied)
+            for version in range(applied + 1, q.SCHEMA_VERSION + 1):
+                for statement in self._migrations[version - 1]:
+                    cur.execute(statement)
+                cur.execute(self._sql["RECORD_VERSION"], (version,))
+
+    # -- reads -----------------------------------------------------------
+
+    def _get_or_missing(self, namespace: str, key: str) -> Any:
+        check_key(namespace, key)
+        rows = self._fetch("GET", {"ns": _enc(namespace), "key": _enc(key)})
+        return loads(rows[0][0]) if rows else MISSING
+
+    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
+        checked = _checked_pairs(pairs)
+        if not checked:
+            return []
+        rows = self._fetch(
+            "GET_MANY",
+            {"ns": [_enc(ns) for ns, _ in checked], "key": [_enc(k) for _, k in checked]},
+        )
+        out: list[Any] = [None] * len(checked)
+        for ordinal, data in rows:
+            out[ordinal - 1] = loads(data)
+        return out
+
+    def _range(
+        self,
+        which: str,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[tuple[Any, ...]]:
+        check_namespace(namespace)
+        check_range_args(limit, start, stop)
+        if limit == 0:
+            return []
+        params = {
+            "ns": _enc(namespace),
+            "start": b"" if start is None else _enc(start),
+            "stop": _TOP if stop is None else _enc(stop),
+            "limit": limit,
+        }
+        return self._fetch(f"{which}_{'DESC' if reverse else 'ASC'}", params)
+
+    def keys(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[str]:
+        return [_dec(k) for (k,) in self._range("KEYS", namespace, start, stop, reverse, limit)]
+
+    def items(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[tuple[str, Any]]:
+        rows = self._range("ITEMS", namespace, start, stop, reverse, limit)
+        return [(_dec(k), loads(v)) for k, v in rows]
+
+    def namespaces(self, prefix: str | None = None) -> list[str]:
+        if prefix is not None:
+            check_namespace(prefix)
+        lo = b"" if prefix is None else _enc(prefix)
+        rows = self._fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
+        return [_dec(ns) for (ns,) in rows]
+
+    def count(self, namespace: str) -> int:
+        check_namespace(namespace)
+        return int(self._fetch("COUNT", {"ns": _enc(namespace)})[0][0])
+
+    def __len__(self) -> int:
+        return int(self._fetch("LENGTH")[0][0])
+
+    # -- writes ----------------------------------------------------------
+
+    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
+        batch = check_items(items)
+        encoded: dict[tuple[bytes, bytes], bytes] = {}
+        for ns, key, value in batch:
+            data = dumps(value)
+            pair = (_enc(ns), _enc(key))
+            if if_absent:
+                encoded.setdefault(pair, data)  # the first of duplicates is the one inserted
+            else:
+                encoded[pair] = data  # later items win
+        if not encoded:
+            return 0
+        params = {
+            "ns": [ns for ns, _ in encoded],
+            "key": [key for _, key in encoded],
+            "value": list(encoded.values()),
+            "if_absent": if_absent,
+        }
+        written = int(self._fetch("PUT_MANY", params)[0][0])
+        return written if if_absent else len(batch)
+
+    def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
+        unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in _checked_pairs(pairs))
+        if not unique:
+            return 0
+        params = {"ns": [ns for ns, _ in unique], "key": [k for _, k in unique]}
+        return int(self._fetch("REMOVE_MANY", params)[0][0])
+
+    def delete_prefix(self, prefix: str) -> int:
+        check_namespace(prefix)
+        lo = _enc(prefix)
+        return int(self._fetch("REMOVE_RANGE", {"lo": lo, "hi": lo + _TOP})[0][0])
+
+    def copy_prefix(self, source: str, target: str) -> int:
+        check_namespace(source)
+        check_namespace(target)
+        lo = _enc(source)
+        params = {"lo": lo, "hi": lo + _TOP, "target": _enc(target), "cut": len(lo) + 1}
+        return int(self._fetch("COPY_RANGE", params)[0][0])
+
+    def clear(self) -> None:
+        self._write("CLEAR", {})
+
+    # -- snapshots -------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        self._ready()
+        lock, take, evict = self._sql["LOCK"], self._sql["SNAPSHOT"], self._sql["EVICT"]
+        keep = self.max_history
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+            # All three in one implicit transaction: eviction runs under the lock.
+            with conn.pipeline():
+                conn.cursor().execute(lock)
+                cur = conn.cursor(row_factory=tuple_row, binary=True)
+                cur.execute(take)
+                if keep is not None:
+                    conn.cursor().execute(evict, {"keep": keep})
+            return cur.fetchone()
+
+        row = self._run(work)
+        assert row is not None
+        return self._snapshot_from(row)
+
+    def _snapshot_from(self, row: tuple[Any, ...]) -> Snapshot:
+        snap_id, parent, taken_at, size_bytes, count, version = row
+        return Snapshot(
+            id=int(snap_id),
+            parent=None if parent is None else int(parent),
+            timestamp=float(taken_at),
+            size_bytes=int(size_bytes),
+            count=int(count),
+            _store=self,
+            _payload=int(version),
+        )
+
+    def restore(self, snapshot: Snapshot) -> None:
+        self._check_own(snapshot)
+        rows = self._fetch("RESTORE", {"id": snapshot.id, "v": snapshot._payload})
+        if rows[0][0] is None:
+            raise self._evicted(snapshot)
+
+    def snapshots(self) -> list[Snapshot]:
+        return [self._snapshot_from(row) for row in self._fetch("SNAPSHOTS")]
+
+    def _evicted(self, snapshot: Snapshot) -> SnapshotError:
+        return SnapshotError(
+            f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
+            "raise max_history to keep more snapshots"
+        )
+
+    def _check_live(self, *snaps: Snapshot) -> None:
+        for snap in snaps:
+            rows = self._fetch("IS_LIVE", {"id": snap.id, "v": snap._payload})
+            if not rows[0][0]:
+                raise self._evicted(snap)
+
+    def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
+        self._check_own(snapshot)
+        params = {"ns": _enc(namespace), "key": _enc(key), "id": snapshot.id,
+                  "v": snapshot._payload}  # fmt: skip
+        rows = self._fetch("SNAPSHOT_GET", params)
+        if rows:
+            return loads(rows[0][0])
+        # Nothing came back: either absent, or the snapshot is gone (the
+        # query reads nothing for an evicted one). Evicted ones never return.
+        self._check_live(snapshot)
+        return default
+
+    def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
+        self._check_own(snapshot)
+        rows = self._fetch("SNAPSHOT_KEYS", {"id": snapshot.id, "v": snapshot._payload})
+        if not rows:
+            self._check_live(snapshot)
+        return [(_dec(ns), _dec(key)) for ns, key in rows]
+
+    def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
+        if base.id == later.id:
+            self._check_live(base)
+            return sorted_diff([], [], [])
+        v_base, v_later = int(base._payload), int(later._payload)
+        params = {
+            "id1": base.id, "v1": v_base, "id2": later.id, "v2": v_later, "need": 2,
+            "lo": min(v_base, v_later), "hi": max(v_base, v_later),
+        }  # fmt: skip
+        rows = self._fetch("SNAPSHOT_DIFF", params)
+        if not rows:
+            self._check_live(base, later)
+        added: list[tuple[str, str]] = []
+        removed: list[tuple[str, str]] = []
+        changed: list[tuple[str, str]] = []
+        forward = v_base < v_later
+        for ns, key, at_lo, at_hi in rows:
+            pair = (_dec(ns), _dec(key))
+            if at_lo and at_hi:
+                changed.append(pair)
+            elif at_hi:
+                (added if forward else removed).append(pair)
+            else:
+                (removed if forward else added).append(pair)
+        return sorted_diff(added, removed, changed)
+
+    # -- lifecycle -------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the pool if this store created it; later calls raise StoreClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_pool and self._pool is not None and self._pid == os.getpid():
+            self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __repr__(self) -> str:
+        where = _safe_conninfo(self._conninfo) if self._conninfo else "pool"
+        state = "closed" if self._closed else "open"
+        return f"PostgresStore({where!r}, schema={self.schema!r}, {state})"
+
+
+def _check_version(schema: str, version: int | None) -> None:
+    if version is not None and int(version) > q.SCHEMA_VERSION:
+        raise IncompatibleStoreError(
+            f"schema {schema!r} is at swarmstate schema version {version}, newer than "
+            f"this code's {q.SCHEMA_VERSION}; upgrade swarmstate"
+        )
+
+
+def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    checked = list(pairs)
+    for pair in checked:
+        if type(pair) not in (tuple, list) or len(pair) != 2:
+            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
+        check_key(pair[0], pair[1])
+    return checked

@@ -1,0 +1,62 @@
+"""Reading LangGraph configs and matching metadata filters, for the checkpointer."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
+
+from swarmstate._errors import InvalidArgumentError
+
+__all__ = ["checkpoint_ns_of", "configurable", "matches", "materialize", "thread_id_of"]
+
+_T = TypeVar("_T")
+_ABSENT = object()
+
+
+def matches(metadata: Any, filter: dict[str, Any] | None) -> bool:
+    """Whether every filter entry equals the metadata's; keys are looked up, never parsed."""
+    if not filter:
+        return True
+    if not isinstance(metadata, dict):
+        return False
+    return all(metadata.get(key, _ABSENT) == value for key, value in filter.items())
+
+
+def materialize(fn: Callable[..., Iterator[_T]], *args: Any, **kwargs: Any) -> list[_T]:
+    return [*fn(*args, **kwargs)]
+
+
+def configurable(config: Any) -> dict[str, Any]:
+    """The ``configurable`` dict of a RunnableConfig, with a clear error when absent."""
+    conf = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(conf, dict):
+        raise InvalidArgumentError(
+            "config must be a dict with a 'configurable' dict, e.g. "
+            "{'configurable': {'thread_id': '1'}}"
+        )
+    return cast(dict[str, Any], conf)
+
+
+def thread_id_of(conf: dict[str, Any]) -> str:
+    """The thread id as a str; ints and UUIDs are accepted and converted like LangGraph does."""
+    value = conf.get("thread_id")
+    if type(value) is str:
+        return value
+    if type(value) is int or isinstance(value, uuid.UUID):
+        return str(value)
+    raise InvalidArgumentError(
+        "config['configurable']['thread_id'] must be a str (ints and UUIDs are converted), "
+        f"got {type(value).__name__}: {value!r}"
+    )
+
+
+def checkpoint_ns_of(conf: dict[str, Any]) -> str:
+    value = conf.get("checkpoint_ns", "")
+    if value is None:
+        return ""
+    if type(value) is not str:
+        raise InvalidArgumentError(
+            f"checkpoint_ns must be a str, got {type(value).__name__}: {value!r}"
+        )
+    return value

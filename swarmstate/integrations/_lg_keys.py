@@ -1,0 +1,160 @@
+"""Where the LangGraph checkpointer keeps its data in a swarmstate store.
+
+Every namespace the saver writes starts with :data:`ROOT`. Ids that users
+choose (thread ids, checkpoint namespaces, task ids, run ids) are written as
+*fields*: ``<length>:<text>,``. A field is self-delimiting, so a sequence of
+fields is injective (two different id tuples never give the same string)
+and prefix-free (one thread's fields are never a prefix of another
+thread's): one ``namespaces(prefix)`` selects exactly one thread, whatever
+characters its id holds. Nothing is ever split on a separator.
+
+Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
+
+    namespace                                  key
+    langgraph:t F(thread) F(checkpoint_ns) c   O(checkpoint id) "c"            checkpoint
+                                               O(checkpoint id) "w" F(task) idx  pending write
+    langgraph:r F(run_id)                      F(thread) F(checkpoint_ns) checkpoint id
+
+A checkpoint and its pending writes share one namespace and one key prefix,
+``O(checkpoint id)``, which sorts exactly like the checkpoint id (uuid6,
+time ordered) and is prefix-free. So in key order each checkpoint is
+followed by its own writes, and a reverse scan meets a checkpoint's writes
+just before the checkpoint itself:
+
+* latest checkpoint: the last key; if that is a checkpoint, it has no
+  writes and one lookup answered everything;
+* one checkpoint with its writes: one range ``[O(id), O(id) + "x")``;
+* ``list(before=id, limit=k)``: one reverse range with ``stop=O(id)``.
+
+``O(x)`` escapes the two lowest code points and appends a terminator:
+``\\x01`` -> ``\\x01\\x03``, ``\\x00`` -> ``\\x01\\x02``, then ``\\x01\\x01``. This
+keeps code-point order (``O(a) < O(b)`` iff ``a < b``, whatever follows) and
+writes no NUL, which PostgreSQL text cannot hold.
+
+This module has no LangGraph import: it is plain string work.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CHECKPOINT",
+    "CHECKPOINTS",
+    "ROOT",
+    "RUNS",
+    "THREADS",
+    "WRITE",
+    "checkpoint_key",
+    "field",
+    "group_range",
+    "ordered",
+    "parse_entry_key",
+    "parse_run_key",
+    "parse_scope",
+    "read_field",
+    "run_key",
+    "run_namespace",
+    "scope",
+    "thread_prefix",
+    "write_key",
+]
+
+ROOT: Final = "langgraph:"
+THREADS: Final = ROOT + "t"
+RUNS: Final = ROOT + "r"
+CHECKPOINTS: Final = "c"
+"""Kind letter ending a checkpoint namespace (room for other kinds later)."""
+_END: Final = "\x01\x01"
+CHECKPOINT: Final = "c"
+"""Suffix of a checkpoint's key after ``O(id)``."""
+WRITE: Final = "w"
+"""Suffix starting a pending write's key after ``O(id)``; sorts after :data:`CHECKPOINT`."""
+_GROUP_END: Final = "x"
+
+
+def field(text: str) -> str:
+    """Encode one id as a self-delimiting field: ``<length>:<text>,``."""
+    return f"{len(text)}:{text},"
+
+
+def read_field(data: str, pos: int) -> tuple[str, int]:
+    """Decode the field starting at ``data[pos]``; returns it and the position after it."""
+    colon = data.index(":", pos)
+    end = colon + 1 + int(data[pos:colon])
+    if data[end] != ",":
+        raise ValueError(f"malformed field at {pos} in {data!r}")
+    return data[colon + 1 : end], end + 1
+
+
+def ordered(text: str) -> str:
+    """``O(text)``: an order-preserving, prefix-free encoding of one id."""
+    if "\x01" in text or "\x00" in text:
+        text = text.replace("\x01", "\x01\x03").replace("\x00", "\x01\x02")
+    return text + _END
+
+
+def thread_prefix(thread_id: str) -> str:
+    """The prefix shared by every namespace of one thread, and only of it."""
+    return f"{THREADS}{len(thread_id)}:{thread_id},"
+
+
+def scope(thread_id: str, checkpoint_ns: str) -> str:
+    """The namespace holding one (thread, checkpoint namespace)'s checkpoints and writes."""
+    return f"{THREADS}{len(thread_id)}:{thread_id},{len(checkpoint_ns)}:{checkpoint_ns},c"
+
+
+def parse_scope(namespace: str) -> tuple[str, str] | None:
+    """``(thread_id, checkpoint_ns)`` of a saver namespace, or None if it is not one."""
+    if not namespace.startswith(THREADS):
+        return None
+    try:
+        thread_id, pos = read_field(namespace, len(THREADS))
+        checkpoint_ns, pos = read_field(namespace, pos)
+    except (ValueError, IndexError):
+        return None
+    if namespace[pos:] != CHECKPOINTS:
+        return None
+    return thread_id, checkpoint_ns
+
+
+def checkpoint_key(checkpoint_id: str) -> str:
+    """Key of a checkpoint entry."""
+    return ordered(checkpoint_id) + CHECKPOINT
+
+
+def write_key(checkpoint_id: str, task_id: str, idx: int) -> str:
+    """Key of one pending write of a checkpoint."""
+    return f"{ordered(checkpoint_id)}{WRITE}{len(task_id)}:{task_id},{idx}"
+
+
+def group_range(checkpoint_id: str) -> tuple[str, str]:
+    """``(start, stop)`` selecting a checkpoint's entry and its writes."""
+    head = ordered(checkpoint_id)
+    return head, head + _GROUP_END
+
+
+def parse_entry_key(key: str) -> tuple[str, bool]:
+    """``(checkpoint_id, is_checkpoint)`` of a key in a checkpoint namespace."""
+    end = key.index(_END)
+    text = key[:end]
+    if "\x01" in text:
+        text = text.replace("\x01\x02", "\x00").replace("\x01\x03", "\x01")
+    return text, key[end + 2 :] == CHECKPOINT
+
+
+def run_namespace(run_id: str) -> str:
+    """Namespace of the index of checkpoints written by one run."""
+    return RUNS + field(run_id)
+
+
+def run_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    """Index entry naming one checkpoint."""
+    return field(thread_id) + field(checkpoint_ns) + checkpoint_id
+
+
+def parse_run_key(key: str) -> tuple[str, str, str]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a run index entry."""
+    thread_id, pos = read_field(key, 0)
+    checkpoint_ns, pos = read_field(key, pos)
+    return thread_id, checkpoint_ns, key[pos:]

@@ -1,0 +1,625 @@
+"""SwarmStateSaver: a LangGraph checkpointer over any swarmstate store.
+
+Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
+
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    graph = builder.compile(checkpointer=SwarmStateSaver(DiskStore("state.db")))
+
+Storage layout and key encoding live in :mod:`swarmstate.integrations._lg_keys`.
+Design points:
+
+* One store entry holds a whole checkpoint (channel values included), so a
+  put is one serializer call and one ``set_many``, and a read is one range
+  query: a checkpoint's pending writes sort right after it. The writes of
+  one ``put_writes`` land in one ``set_many`` too.
+* "Latest" is the last key of the thread's namespace: one indexed lookup in
+  the store, correct when another process wrote it. Nothing about the
+  store is cached here.
+* Deserialization goes through LangGraph's ``JsonPlusSerializer`` in strict
+  msgpack-allowlist mode with no pickle fallback, unless you pass a serde.
+* The sync methods are the implementation; async ones call them directly on
+  the in-memory store (it never blocks) and in a worker thread otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import random
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from swarmstate._base import BaseStore
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError
+from swarmstate._memory import Store
+from swarmstate.integrations import _lg_config as C
+from swarmstate.integrations import _lg_keys as K
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        PendingWrite,
+        get_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
+        'pip install "swarmstate[langgraph]"'
+    ) from exc
+
+__all__ = ["SwarmStateSaver", "strict_serializer"]
+
+_T = TypeVar("_T")
+_PAGE_MAX = 256
+_List = list  # the class defines a method named ``list``
+
+
+def strict_serializer() -> JsonPlusSerializer:
+    """LangGraph's serializer that revives only allowlisted types and never unpickles."""
+    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+
+
+class SwarmStateSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer that keeps every thread in a swarmstate store.
+
+    Args:
+        store: Any swarmstate store (``Store``, ``DiskStore``,
+            ``PostgresStore``); default a new in-memory ``Store()``. It is
+            exposed as :attr:`store`, so ``saver.store.snapshot()`` and
+            ``saver.store.restore(snap)`` move every thread in time at once.
+        serde: The serializer for checkpoint data; default
+            :func:`strict_serializer`. Graphs extend its allowlist with
+            their state types through ``with_allowlist``.
+
+    Thread-safe: the runtime calls ``put``/``put_writes`` from worker threads
+    while reading on the caller's thread; every call is one store operation
+    or a read followed by one atomic write.
+    """
+
+    store: BaseStore
+
+    def __init__(
+        self, store: BaseStore | None = None, *, serde: SerializerProtocol | None = None
+    ) -> None:
+        if store is not None and not isinstance(store, BaseStore):
+            raise InvalidArgumentError(
+                f"store must be a swarmstate store (Store, DiskStore, PostgresStore), "
+                f"got {type(store).__name__}"
+            )
+        super().__init__(serde=serde if serde is not None else strict_serializer())
+        self.store = store if store is not None else Store()
+        # The in-memory store never blocks, so a worker thread would only add latency.
+        self._async_inline = isinstance(self.store, Store)
+
+    def __repr__(self) -> str:
+        return f"SwarmStateSaver({self.store!r})"
+
+    @staticmethod
+    def parse_namespace(namespace: str) -> tuple[str, str] | None:
+        """``(thread_id, checkpoint_ns)`` of a store namespace the saver wrote, else None.
+
+        Handy for reading snapshot diffs: ``saver.parse_namespace(ns)`` for each
+        ``(ns, key)`` says which thread changed.
+        """
+        return K.parse_scope(namespace)
+
+    # -- writes ----------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint with its channel values and metadata as one entry.
+
+        ``new_versions`` is not needed: the entry holds every channel value,
+        so a read never has to gather blobs from older checkpoints.
+        """
+        conf = C.configurable(config)
+        thread_id = C.thread_id_of(conf)
+        checkpoint_ns = C.checkpoint_ns_of(conf)
+        checkpoint_id = checkpoint["id"]
+        if type(checkpoint_id) is not str or not checkpoint_id:
+            raise InvalidArgumentError(
+                f"checkpoint id must be a non-empty str, got {checkpoint_id!r}"
+            )
+        dumps = self.serde.dumps_typed
+        stored_metadata = get_checkpoint_metadata(config, metadata)
+        run_id = stored_metadata.get("run_id")
+        if type(run_id) is not str:
+            run_id = None
+        parent_id = conf.get("checkpoint_id") or None
+        batch: _List[tuple[str, str, Any]] = [
+            (
+                K.scope(thread_id, checkpoint_ns),
+                K.checkpoint_key(checkpoint_id),
+                [*dumps(checkpoint), *dumps(stored_metadata), parent_id, run_id],
+            )
+        ]
+        if run_id is not None:
+            batch.append(
+                (K.run_namespace(run_id), K.run_key(thread_id, checkpoint_ns, checkpoint_id), None)
+            )
+        self.store.set_many(batch)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes: regular ones insert-or-ignore, special ones replace."""
+        if not writes:
+            return
+        conf = C.configurable(config)
+        thread_id = C.thread_id_of(conf)
+        checkpoint_id = conf.get("checkpoint_id")
+        if type(checkpoint_id) is not str or not checkpoint_id:
+            raise InvalidArgumentError(
+                "put_writes needs config['configurable']['checkpoint_id'] (the checkpoint "
+                f"the writes belong to), got {checkpoint_id!r}"
+            )
+        if type(task_id) is not str or type(task_path) is not str:
+            raise InvalidArgumentError(
+                f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
+            )
+        namespace = K.scope(thread_id, C.checkpoint_ns_of(conf))
+        dumps = self.serde.dumps_typed
+        regular: _List[tuple[str, str, Any]] = []
+        special: _List[tuple[str, str, Any]] = []
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            entry = (
+                namespace,
+                K.write_key(checkpoint_id, task_id, idx),
+                [task_id, idx, task_path, channel, *dumps(value)],
+            )
+            (special if idx < 0 else regular).append(entry)
+        if not special:
+            self.store.set_many(regular, if_absent=True)
+            return
+        if regular:
+            # A mixed call stays one atomic batch: drop the regular writes that exist.
+            existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
+            special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
+        self.store.set_many(special)
+
+    # -- reads -----------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint named by ``config``, or the latest of its thread and namespace."""
+        conf = C.configurable(config)
+        thread_id = C.thread_id_of(conf)
+        checkpoint_ns = C.checkpoint_ns_of(conf)
+        namespace = K.scope(thread_id, checkpoint_ns)
+        checkpoint_id = conf.get("checkpoint_id")
+        if checkpoint_id:
+            if type(checkpoint_id) is not str:
+                raise InvalidArgumentError(
+                    f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
+                )
+            start, stop = K.group_range(checkpoint_id)
+            rows = self.store.items(namespace, start=start, stop=stop)
+            if not rows or rows[0][0] != start + K.CHECKPOINT:
+                return None
+            return self._build(thread_id, checkpoint_ns, checkpoint_id, rows[0][1], rows[1:])
+        latest = self.store.items(namespace, reverse=True, limit=1)
+        if not latest:
+            return None
+        checkpoint_id, is_checkpoint = K.parse_entry_key(latest[0][0])
+        if is_checkpoint:
+            # Writes sort after their checkpoint: the last key being a checkpoint means none.
+            return self._build(thread_id, checkpoint_ns, checkpoint_id, latest[0][1], [])
+        for found in self._groups(namespace, None, 8):
+            return self._build(thread_id, checkpoint_ns, *found)
+        return None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, across threads and namespaces unless ``config`` narrows.
+
+        Args:
+            config: ``thread_id`` selects a thread (None: every thread);
+                ``checkpoint_ns``, when present, one namespace of it;
+                ``checkpoint_id``, one checkpoint.
+            filter: Metadata entries that must all be equal; matched on the
+                decoded metadata, never turned into query text.
+            before: Only checkpoints whose id sorts before this config's id.
+            limit: At most this many results.
+        """
+        if limit is not None and limit <= 0:
+            return
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidArgumentError(
+                f"filter must be a dict of metadata entries, got {type(filter).__name__}"
+            )
+        before_id = C.configurable(before).get("checkpoint_id") if before else None
+        if before_id is not None and type(before_id) is not str:
+            raise InvalidArgumentError(f"before checkpoint_id must be a str, got {before_id!r}")
+        only_id = None
+        if config is None:
+            scopes = self._scopes(K.THREADS)
+        else:
+            conf = C.configurable(config)
+            thread_id = C.thread_id_of(conf)
+            only_id = conf.get("checkpoint_id") or None
+            if "checkpoint_ns" in conf:
+                scopes = [(thread_id, C.checkpoint_ns_of(conf))]
+            else:
+                scopes = self._scopes(K.thread_prefix(thread_id))
+        if only_id is not None:
+            if before_id is not None and only_id >= before_id:
+                return
+            for thread_id, checkpoint_ns in scopes:
+                found = self.get_tuple(
+                    {
+                        "configurable": {
+                            "thread_id": thread_id,
+                            "checkpoint_ns": checkpoint_ns,
+                            "checkpoint_id": only_id,
+                        }
+                    }
+                )
+                if found is not None and C.matches(found.metadata, filter):
+                    yield found
+                    if limit is not None:
+                        limit -= 1
+                        if limit <= 0:
+                            return
+            return
+        stop = K.ordered(before_id) if before_id else None
+        # Without a filter the first page is exactly what the caller asked for.
+        page = limit if limit is not None and not filter else 16
+        streams = [
+            self._tagged(thread_id, checkpoint_ns, stop, page)
+            for thread_id, checkpoint_ns in scopes
+        ]
+        merged: Iterable[tuple[str, str, str, Any, _List[Any]]] = (
+            streams[0]
+            if len(streams) == 1
+            else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
+        )
+        remaining = limit
+        loads = self.serde.loads_typed
+        for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
+            metadata = loads((entry[2], entry[3]))
+            if filter and not C.matches(metadata, filter):
+                continue
+            yield self._build(thread_id, checkpoint_ns, checkpoint_id, entry, writes, metadata)
+            if remaining is not None:
+                remaining -= 1
+                if remaining <= 0:
+                    return
+
+    def _scopes(self, prefix: str) -> _List[tuple[str, str]]:
+        """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""
+        found = []
+        for namespace in self.store.namespaces(prefix):
+            parsed = K.parse_scope(namespace)
+            if parsed is not None:
+                found.append(parsed)
+        return found
+
+    def _tagged(
+        self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
+    ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
+        for checkpoint_id, entry, writes in self._groups(
+            K.scope(thread_id, checkpoint_ns), stop, page
+        ):
+            yield thread_id, checkpoint_ns, checkpoint_id, entry, writes
+
+    def _groups(
+        self, namespace: str, stop: str | None, page: int
+    ) -> Iterator[tuple[str, Any, _List[Any]]]:
+        """``(checkpoint_id, entry, write rows)`` newest first, a page of keys at a time.
+
+        A reverse scan meets a checkpoint's writes just before the checkpoint,
+        so a group is complete when its checkpoint arrives. Writes whose
+        checkpoint does not exist are skipped.
+        """
+        page = max(1, page)
+        items = self.store.items
+        writes: _List[Any] = []
+        writes_of: str | None = None
+        while True:
+            rows = items(namespace, stop=stop, reverse=True, limit=page)
+            for key, value in rows:
+                checkpoint_id, is_checkpoint = K.parse_entry_key(key)
+                if is_checkpoint:
+                    yield checkpoint_id, value, writes if writes_of == checkpoint_id else []
+                    writes, writes_of = [], None
+                elif writes_of == checkpoint_id:
+                    writes.append((key, value))
+                else:
+                    writes, writes_of = [(key, value)], checkpoint_id
+            if len(rows) < page:
+                return
+            stop = rows[-1][0]
+            page = min(page * 4, _PAGE_MAX)
+
+    def _build(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        entry: Any,
+        writes: _List[Any],
+        metadata: Any = None,
+    ) -> CheckpointTuple:
+        """Decode a stored checkpoint entry and its pending-write rows."""
+        loads = self.serde.loads_typed
+        checkpoint = loads((entry[0], entry[1]))
+        if metadata is None:
+            metadata = loads((entry[2], entry[3]))
+        pending: _List[PendingWrite] = []
+        if writes:
+            values = [w for _, w in writes]
+            # The runtime's order: task path, then task id, then index.
+            values.sort(key=lambda w: (w[2], w[0], w[1]))
+            pending = [(w[0], w[3], loads((w[4], w[5]))) for w in values]
+        parent_id = entry[4]
+        return CheckpointTuple(
+            config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            },
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=(
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": checkpoint_ns,
+                        "checkpoint_id": parent_id,
+                    }
+                }
+                if parent_id
+                else None
+            ),
+            pending_writes=pending,
+        )
+
+    # -- thread operations ----------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of one thread; other threads are untouched."""
+        thread_id = C.thread_id_of({"thread_id": thread_id})
+        index = self._run_index_pairs(thread_id)
+        self.store.delete_prefix(K.thread_prefix(thread_id))
+        if index:
+            self.store.delete_many(index)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of one thread to another thread id.
+
+        The whole parent chain is copied, so delta channels stay rebuildable.
+        Entries already in the target under the same keys are replaced.
+        """
+        source = C.thread_id_of({"thread_id": source_thread_id})
+        target = C.thread_id_of({"thread_id": target_thread_id})
+        if source == target:
+            return
+        index = [
+            (ns, K.run_key(target, *K.parse_run_key(key)[1:]), None)
+            for ns, key in self._run_index_pairs(source)
+        ]
+        # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
+        if index:
+            self.store.set_many(index)
+        self.store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints written by the given runs, with their pending writes.
+
+        Runs are found through an index written with each checkpoint (from
+        ``metadata["run_id"]``), so the cost follows the runs' checkpoints,
+        not the size of the store. Copies made by :meth:`copy_thread` carry
+        the run id and are removed too.
+        """
+        pairs: _List[tuple[str, str]] = []
+        for run_id in run_ids:
+            if type(run_id) is not str:
+                raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
+            index = K.run_namespace(run_id)
+            for key in self.store.keys(index):
+                thread_id, checkpoint_ns, checkpoint_id = K.parse_run_key(key)
+                namespace = K.scope(thread_id, checkpoint_ns)
+                start, stop = K.group_range(checkpoint_id)
+                pairs.extend(
+                    (namespace, k) for k in self.store.keys(namespace, start=start, stop=stop)
+                )
+                pairs.append((index, key))
+        if pairs:
+            self.store.delete_many(pairs)
+
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """Drop old checkpoints of the given threads.
+
+        Args:
+            thread_ids: Threads to prune; unknown ids are ignored.
+            strategy: ``"keep_latest"`` keeps the newest checkpoint of each
+                namespace with its pending writes; ``"delete"`` removes the
+                threads entirely.
+            keep_last: swarmstate extension: keep the newest ``keep_last``
+                checkpoints of each namespace instead of one.
+
+        Not aware of LangGraph's beta ``DeltaChannel``: do not prune threads
+        of graphs that use it (see docs/langgraph.md).
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidArgumentError(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        if keep_last is not None:
+            if type(keep_last) is not int or keep_last < 1:
+                raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
+            if strategy != "keep_latest":
+                raise InvalidArgumentError("keep_last applies to strategy='keep_latest' only")
+        for raw in thread_ids:
+            thread_id = C.thread_id_of({"thread_id": raw})
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            pairs: _List[tuple[str, str]] = []
+            for _, checkpoint_ns in self._scopes(K.thread_prefix(thread_id)):
+                pairs.extend(self._older_than_newest(thread_id, checkpoint_ns, keep_last or 1))
+            if pairs:
+                self.store.delete_many(pairs)
+
+    def _older_than_newest(
+        self, thread_id: str, checkpoint_ns: str, keep: int
+    ) -> _List[tuple[str, str]]:
+        """Keys of everything in one namespace older than its ``keep`` newest checkpoints."""
+        namespace = K.scope(thread_id, checkpoint_ns)
+        kept = 0
+        oldest_kept: str | None = None
+        for key in self.store.keys(namespace, reverse=True):
+            if K.parse_entry_key(key)[1]:
+                kept += 1
+                if kept == keep:
+                    oldest_kept = key
+                    break
+        if oldest_kept is None:
+            return []
+        # Everything before the oldest kept checkpoint's key sorts before its group.
+        stale = self.store.items(namespace, stop=oldest_kept[:-1])
+        pairs = [(namespace, key) for key, _ in stale]
+        for key, entry in stale:
+            checkpoint_id, is_checkpoint = K.parse_entry_key(key)
+            if is_checkpoint and entry[5] is not None:
+                pairs.append(
+                    (K.run_namespace(entry[5]), K.run_key(thread_id, checkpoint_ns, checkpoint_id))
+                )
+        return pairs
+
+    def _run_index_pairs(self, thread_id: str) -> _List[tuple[str, str]]:
+        """Run-index entries that point into one thread."""
+        pairs = []
+        for _, checkpoint_ns in self._scopes(K.thread_prefix(thread_id)):
+            for key, entry in self.store.items(K.scope(thread_id, checkpoint_ns)):
+                checkpoint_id, is_checkpoint = K.parse_entry_key(key)
+                if is_checkpoint and entry[5] is not None:
+                    pairs.append(
+                        (
+                            K.run_namespace(entry[5]),
+                            K.run_key(thread_id, checkpoint_ns, checkpoint_id),
+                        )
+                    )
+        return pairs
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """A version greater than ``current``, unique across forks of a thread.
+
+        The random fraction keeps versions written on two branches of a fork
+        apart, so one branch never overwrites the other's channel blob.
+        """
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".", 1)[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # -- async: thin wrappers over the sync implementation ---------------
+
+    async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        if self._async_inline:
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        return await self._run(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`; results are fetched before the first one is yielded."""
+        rows = await self._run(
+            C.materialize, self.list, config, filter=filter, before=before, limit=limit
+        )
+        for row in rows:
+            yield row
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return await self._run(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await self._run(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await self._run(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await self._run(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await self._run(self.delete_for_runs, run_ids)
+
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """Async :meth:`prune`."""
+        await self._run(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)

@@ -1,0 +1,211 @@
+"""Model-based test: every backend agrees with a plain dict, step by step.
+
+The model maps ``(namespace, key)`` to the encoded bytes of the value.
+Snapshots are recorded with a copy of the model at that moment and checked
+again at every later step: their contents, their ``size_bytes``, and the
+diff between any two of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+import swarmstate as ss
+
+NAMESPACES = st.sampled_from(["", "a", "a/", "a/b", "ab", "é", "\U0001f600", "t\x00"])
+KEYS = st.sampled_from(["", "k", "k1", "k2", "K", "ü", "x/y"])
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+Model = dict[tuple[str, str], bytes]
+
+
+def model_diff(base: Model, later: Model) -> ss.Diff:
+    return {
+        "added": sorted(k for k in later if k not in base),
+        "removed": sorted(k for k in base if k not in later),
+        "changed": sorted(k for k in later if k in base and later[k] != base[k]),
+    }
+
+
+def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMachine]:
+    """A state machine class bound to one backend's store factory."""
+
+    class StoreMachine(RuleBasedStateMachine):
+        snaps = Bundle("snaps")
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.store: ss.BaseStore = factory(max_history=max_history)
+            self.model: Model = {}
+            self.recorded: list[tuple[ss.Snapshot, Model]] = []
+
+        def retained(self) -> list[tuple[ss.Snapshot, Model]]:
+            if max_history is None:
+                return self.recorded
+            return self.recorded[-max_history:]
+
+        @initialize()
+        def start_empty(self) -> None:
+            assert len(self.store) == 0
+
+        @rule(ns=NAMESPACES, key=KEYS, value=VALUES)
+        def set(self, ns: str, key: str, value: Any) -> None:
+            self.store.set(ns, key, value)
+            self.model[(ns, key)] = ss.dumps(value)
+
+        @rule(ns=NAMESPACES, key=KEYS)
+        def delete(self, ns: str, key: str) -> None:
+            existed = self.store.delete(ns, key)
+            assert existed == ((ns, key) in self.model)
+            self.model.pop((ns, key), None)
+
+        @rule(
+            items=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=5),
+            poison=st.booleans(),
+            if_absent=st.booleans(),
+        )
+        def set_many(
+            self, items: list[tuple[str, str, Any]], poison: bool, if_absent: bool
+        ) -> None:
+            if poison:
+                with pytest.raises(ss.UnsupportedTypeError):
+                    self.store.set_many([*items, ("a", "k", {1, 2})], if_absent=if_absent)
+                return
+            self.store.set_many(items, if_absent=if_absent)
+            for ns, key, value in items:
+                if not (if_absent and (ns, key) in self.model):
+                    self.model[(ns, key)] = ss.dumps(value)
+
+        @rule(pairs=st.lists(st.tuples(NAMESPACES, KEYS), max_size=4))
+        def delete_many(self, pairs: list[tuple[str, str]]) -> None:
+            expected = len({p for p in pairs if p in self.model})
+            assert self.store.delete_many(pairs) == expected
+            for pair in pairs:
+                self.model.pop(pair, None)
+
+        @rule(prefix=NAMESPACES)
+        def delete_prefix(self, prefix: str) -> None:
+            doomed = [k for k in self.model if k[0].startswith(prefix)]
+            assert self.store.delete_prefix(prefix) == len(doomed)
+            for k in doomed:
+                del self.model[k]
+
+        @rule(source=NAMESPACES, dest=NAMESPACES)
+        def copy_prefix(self, source: str, dest: str) -> None:
+            copies = {
+                (dest + ns[len(source) :], key): data
+                for (ns, key), data in self.model.items()
+                if ns.startswith(source)
+            }
+            assert self.store.copy_prefix(source, dest) == len(copies)
+            self.model.update(copies)
+
+        @rule()
+        def clear(self) -> None:
+            self.store.clear()
+            self.model.clear()
+
+        @rule(target=snaps)
+        def snapshot(self) -> ss.Snapshot:
+            snap = self.store.snapshot()
+            self.recorded.append((snap, dict(self.model)))
+            return snap
+
+        @rule(snap=snaps)
+        def restore(self, snap: ss.Snapshot) -> None:
+            live = {s.id: m for s, m in self.retained()}
+            if snap.id not in live:
+                with pytest.raises(ss.SnapshotError):
+                    self.store.restore(snap)
+                return
+            self.store.restore(snap)
+            self.model = dict(live[snap.id])
+
+        @precondition(lambda self: factory.durable)
+        @rule()
+        def reopen(self) -> None:
+            self.store = factory.reopen(self.store, max_history=max_history)
+            retained = self.retained()
+            assert [s.id for s in self.store.snapshots()] == [s.id for s, _ in retained]
+            # Snapshots taken before the reopen are re-read from the new store.
+            by_id = {s.id: s for s in self.store.snapshots()}
+            self.recorded = [(by_id[s.id], m) for s, m in retained]
+
+        @rule(data=st.data())
+        def diff_two_snapshots(self, data: st.DataObject) -> None:
+            retained = self.retained()
+            if not retained:
+                return
+            base, base_model = data.draw(st.sampled_from(retained))
+            later, later_model = data.draw(st.sampled_from(retained))
+            assert later.diff(base) == model_diff(base_model, later_model)
+
+        @invariant()
+        def store_equals_model(self) -> None:
+            namespaces = sorted({ns for ns, _ in self.model})
+            assert self.store.namespaces() == namespaces
+            seen: Model = {}
+            for ns in namespaces:
+                for key, value in self.store.items(ns):
+                    seen[(ns, key)] = ss.dumps(value)
+            assert seen == self.model
+            assert len(self.store) == len(self.model)
+
+        @invariant()
+        def snapshots_keep_their_contents(self) -> None:
+            assert [s.id for s in self.store.snapshots()] == [s.id for s, _ in self.retained()]
+            for snap, model in self.retained():
+                assert snap.keys == sorted(model)
+                assert snap.count == len(model)
+                assert snap.size_bytes == sum(len(v) for v in model.values())
+                for (ns, key), data in model.items():
+                    assert ss.dumps(snap.get(ns, key)) == data
+
+        def teardown(self) -> None:
+            self.store.close()
+
+    return StoreMachine
+
+
+EXAMPLES = {"memory": 60, "disk": 25, "postgres": 15}
+
+
+@pytest.mark.parametrize("max_history", [None, 2])
+def test_store_agrees_with_dict_model(store_factory: Any, max_history: int | None) -> None:
+    machine = make_machine(store_factory, max_history)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=EXAMPLES[store_factory.backend],
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        ),
+    )

@@ -1,0 +1,543 @@
+"""Real LangGraph graphs (plain Python nodes) checkpointed by SwarmStateSaver on every backend."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import multiprocessing
+import operator
+import threading
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import ormsgpack
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
+
+import swarmstate as ss
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import SwarmStateSaver
+
+# -- graphs --------------------------------------------------------------
+
+
+class Steps(TypedDict, total=False):
+    steps: Annotated[list[str], operator.add]
+    answer: str
+
+
+def _step(name: str) -> Any:
+    def node(state: Steps) -> dict[str, Any]:
+        return {"steps": [name]}
+
+    return node
+
+
+def chain_graph(saver: Any) -> Any:
+    """START -> a -> b -> c -> END, each node appending its name."""
+    builder = StateGraph(Steps)
+    for name in "abc":
+        builder.add_node(name, _step(name))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    builder.add_edge("c", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _ask(state: Steps) -> dict[str, Any]:
+    answer = interrupt({"question": "proceed?"})
+    return {"steps": ["asked"], "answer": answer}
+
+
+def interrupt_graph(saver: Any) -> Any:
+    """START -> a -> ask (interrupts) -> c."""
+    builder = StateGraph(Steps)
+    builder.add_node("a", _step("a"))
+    builder.add_node("ask", _ask)
+    builder.add_node("c", _step("c"))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    builder.add_edge("ask", "c")
+    builder.add_edge("c", END)
+    return builder.compile(checkpointer=saver)
+
+
+def cfg(thread_id: str, **extra: Any) -> Any:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+# -- the basics ------------------------------------------------------------
+
+
+def test_multi_step_invoke_checkpoints_every_superstep(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    assert graph.invoke({"steps": []}, cfg("t1")) == {"steps": ["a", "b", "c"]}
+    assert graph.invoke({"steps": ["again"]}, cfg("t1"))["steps"] == [
+        "a",
+        "b",
+        "c",
+        "again",
+        "a",
+        "b",
+        "c",
+    ]
+    history = list(graph.get_state_history(cfg("t1")))
+    # Per run: the input, then one per superstep; newest first, each pointing at its parent.
+    assert len(history) == 10
+    assert [s.metadata["step"] for s in history] == [8, 7, 6, 5, 4, 3, 2, 1, 0, -1]
+    ids = [s.config["configurable"]["checkpoint_id"] for s in history]
+    assert ids == sorted(ids, reverse=True)
+    for newer, older in itertools.pairwise(history):
+        assert (
+            newer.parent_config["configurable"]["checkpoint_id"]
+            == (older.config["configurable"]["checkpoint_id"])
+        )
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_durability_modes_persist_the_final_state(saver: SwarmStateSaver, durability: str) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("d"), durability=durability)
+    state = graph.get_state(cfg("d"))
+    assert state.values == {"steps": ["a", "b", "c"]}
+    assert state.next == ()
+    count = len(list(saver.list(cfg("d"))))
+    if durability == "exit":
+        assert count == 1  # only the final checkpoint is written
+    else:
+        assert count == 5  # the input, then one per superstep
+
+
+def test_interrupt_then_resume_with_command(saver: SwarmStateSaver) -> None:
+    graph = interrupt_graph(saver)
+    out = graph.invoke({"steps": []}, cfg("i"))
+    assert out["__interrupt__"][0].value == {"question": "proceed?"}
+    state = graph.get_state(cfg("i"))
+    assert state.next == ("ask",)
+    assert state.tasks[0].interrupts[0].value == {"question": "proceed?"}
+    # A fresh saver on the same store resumes it: nothing lives in the saver object.
+    resumed = interrupt_graph(SwarmStateSaver(saver.store))
+    out = resumed.invoke(Command(resume="yes"), cfg("i"))
+    assert out == {"steps": ["a", "asked", "c"], "answer": "yes"}
+
+
+_calls: list[str] = []
+_fail_once = {"armed": True}
+
+
+def _sibling(state: Steps) -> dict[str, Any]:
+    _calls.append("sibling")
+    return {"steps": ["sibling"]}
+
+
+def _flaky(state: Steps) -> dict[str, Any]:
+    _calls.append("flaky")
+    if _fail_once["armed"]:
+        _fail_once["armed"] = False
+        raise RuntimeError("boom")
+    return {"steps": ["flaky"]}
+
+
+def test_failing_node_keeps_its_siblings_writes(saver: SwarmStateSaver) -> None:
+    _calls.clear()
+    _fail_once["armed"] = True
+    builder = StateGraph(Steps)
+    builder.add_node("sibling", _sibling)
+    builder.add_node("flaky", _flaky)
+    builder.add_edge(START, "sibling")
+    builder.add_edge(START, "flaky")
+    graph = builder.compile(checkpointer=saver)
+    with pytest.raises(RuntimeError, match="boom"):
+        graph.invoke({"steps": []}, cfg("f"))
+    latest = saver.get_tuple(cfg("f"))
+    assert latest is not None
+    channels = {(w[1]) for w in latest.pending_writes or []}
+    assert "steps" in channels  # the sibling's successful write
+    assert "__error__" in channels  # the failure, stored as a special write
+    # Resuming reruns only the failed node; the sibling's write is reused.
+    out = graph.invoke(None, cfg("f"))
+    assert sorted(out["steps"]) == ["flaky", "sibling"]
+    assert _calls.count("sibling") == 1
+    assert _calls.count("flaky") == 2
+
+
+class Fan(TypedDict, total=False):
+    items: list[int]
+    results: Annotated[list[int], operator.add]
+
+
+def _square(arg: dict[str, int]) -> dict[str, Any]:
+    return {"results": [arg["item"] ** 2]}
+
+
+def test_send_fan_out_runs_every_branch(saver: SwarmStateSaver) -> None:
+    builder = StateGraph(Fan)
+    builder.add_node("square", _square)
+    builder.add_conditional_edges(
+        START, lambda s: [Send("square", {"item": i}) for i in s["items"]], ["square"]
+    )
+    graph = builder.compile(checkpointer=saver)
+    out = graph.invoke({"items": list(range(8))}, cfg("fan"))
+    assert sorted(out["results"]) == [i * i for i in range(8)]
+    assert sorted(graph.get_state(cfg("fan")).values["results"]) == [i * i for i in range(8)]
+
+
+def test_update_state_and_fork_from_an_older_checkpoint(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("fork"))
+    history = list(graph.get_state_history(cfg("fork")))
+    after_a = next(s for s in history if s.values.get("steps") == ["a"])
+    assert after_a.next == ("b",)
+    # Fork: rewrite the state as of "after a", then replay from the fork.
+    forked = graph.update_state(after_a.config, {"steps": ["edited"]})
+    assert (
+        forked["configurable"]["checkpoint_id"] > history[0].config["configurable"]["checkpoint_id"]
+    )
+    out = graph.invoke(None, forked)
+    assert out["steps"] == ["a", "edited", "b", "c"]
+    # Replaying the original checkpoint re-runs b and c from it.
+    replay = graph.invoke(None, after_a.config)
+    assert replay["steps"] == ["a", "b", "c"]
+    # The original branch is still there, untouched.
+    original = graph.get_state(history[0].config)
+    assert original.values == {"steps": ["a", "b", "c"]}
+
+
+def _inner_node(state: Steps) -> dict[str, Any]:
+    answer = interrupt("inner question")
+    return {"steps": [f"inner:{answer}"]}
+
+
+def test_subgraph_checkpoints_live_under_their_namespace(saver: SwarmStateSaver) -> None:
+    inner = StateGraph(Steps)
+    inner.add_node("inner_node", _inner_node)
+    inner.add_edge(START, "inner_node")
+    builder = StateGraph(Steps)
+    builder.add_node("sub", inner.compile())
+    builder.add_edge(START, "sub")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"steps": []}, cfg("sg"))
+    state = graph.get_state(cfg("sg"), subgraphs=True)
+    sub_state = state.tasks[0].state
+    sub_ns = sub_state.config["configurable"]["checkpoint_ns"]
+    assert sub_ns.startswith("sub:")
+    namespaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(cfg("sg"))}
+    assert namespaces == {"", sub_ns}
+    only_root = {
+        t.config["configurable"]["checkpoint_ns"] for t in saver.list(cfg("sg", checkpoint_ns=""))
+    }
+    assert only_root == {""}
+    assert saver.get_tuple(cfg("sg", checkpoint_ns=sub_ns)) is not None
+    out = graph.invoke(Command(resume="ok"), cfg("sg"))
+    assert out["steps"] == ["inner:ok"]
+
+
+def test_list_filters_by_metadata_before_and_limit(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("L"))
+    graph.invoke({"steps": []}, cfg("other"))
+    everything = list(saver.list(cfg("L")))
+    assert len(everything) == 5
+    inputs = list(saver.list(cfg("L"), filter={"source": "input"}))
+    assert [t.metadata["step"] for t in inputs] == [-1]
+    loops = list(saver.list(cfg("L"), filter={"source": "loop", "step": 1}))
+    assert len(loops) == 1
+    assert list(saver.list(cfg("L"), filter={"source": "nope"})) == []
+    newest_two = list(saver.list(cfg("L"), limit=2))
+    assert newest_two == everything[:2]
+    before = list(saver.list(cfg("L"), before=everything[1].config, limit=1))
+    assert [t.config for t in before] == [everything[2].config]
+    assert len(list(saver.list(None))) == 10  # every thread
+    assert len(list(saver.list(None, filter={"step": -1}))) == 2
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "x') OR 1=1 --",
+        "$.source",
+        "source\x00",
+        "../../etc",
+        '{"$ne": null}',
+        "*",
+        "%",
+    ],
+)
+def test_hostile_filter_keys_neither_break_nor_leak(saver: SwarmStateSaver, key: str) -> None:
+    chain_graph(saver).invoke({"steps": []}, cfg("h"))
+    assert list(saver.list(cfg("h"), filter={key: "input"})) == []
+    assert list(saver.list(None, filter={"source": "input", key: None})) == []
+    assert len(list(saver.list(cfg("h"), filter={"source": "input"}))) == 1
+
+
+def test_delete_thread_removes_only_that_thread(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    for thread in ("keep", "drop", "drop2"):
+        graph.invoke({"steps": []}, cfg(thread))
+    saver.delete_thread("drop")
+    assert saver.get_tuple(cfg("drop")) is None
+    assert list(saver.list(cfg("drop"))) == []
+    assert graph.get_state(cfg("keep")).values == {"steps": ["a", "b", "c"]}
+    assert graph.get_state(cfg("drop2")).values == {"steps": ["a", "b", "c"]}
+    assert not any(ns.startswith(K.thread_prefix("drop")) for ns in saver.store.namespaces())
+
+
+async def test_async_graph_uses_the_async_methods(saver: SwarmStateSaver) -> None:
+    graph = interrupt_graph(saver)
+    out = await graph.ainvoke({"steps": []}, cfg("as"))
+    assert "__interrupt__" in out
+    state = await graph.aget_state(cfg("as"))
+    assert state.next == ("ask",)
+    out = await graph.ainvoke(Command(resume="async"), cfg("as"))
+    assert out == {"steps": ["a", "asked", "c"], "answer": "async"}
+    history = [s async for s in graph.aget_state_history(cfg("as"))]
+    assert len(history) == 5
+    assert (await saver.aget_tuple(cfg("as"))) is not None
+    await saver.adelete_thread("as")
+    assert (await graph.aget_state(cfg("as"))).values == {}
+
+
+HOSTILE_IDS = [
+    "",
+    ",",
+    "1:a,",
+    "a",
+    "a,",
+    "a:b",
+    "langgraph:t1:a,",
+    "ü🦜 thread",
+    "x\x01\x02y",
+    "/",
+    "a" * 500,
+]
+
+
+def test_hostile_thread_ids_never_collide(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    for thread in HOSTILE_IDS:
+        graph.invoke({"steps": [thread]}, cfg(thread))
+    for thread in HOSTILE_IDS:
+        assert graph.get_state(cfg(thread)).values["steps"] == [thread, "a", "b", "c"]
+        listed = {t.config["configurable"]["thread_id"] for t in saver.list(cfg(thread))}
+        assert listed == {thread}
+    saver.delete_thread("a")
+    assert saver.get_tuple(cfg("a")) is None
+    for thread in HOSTILE_IDS:
+        if thread != "a":
+            assert saver.get_tuple(cfg(thread)) is not None, thread
+    saver.copy_thread("a,", "a")
+    assert graph.get_state(cfg("a")).values["steps"] == ["a,", "a", "b", "c"]
+
+
+def test_hostile_checkpoint_namespaces_never_collide(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("ns"))
+    latest = saver.get_tuple(cfg("ns"))
+    assert latest is not None
+    for ns in HOSTILE_IDS[1:]:
+        saver.put(cfg("ns", checkpoint_ns=ns), latest.checkpoint, {"source": "update"}, {})
+    for ns in HOSTILE_IDS[1:]:
+        got = saver.get_tuple(cfg("ns", checkpoint_ns=ns))
+        assert got is not None
+        assert got.config["configurable"]["checkpoint_ns"] == ns
+        assert len(list(saver.list(cfg("ns", checkpoint_ns=ns)))) == 1
+    assert len(list(saver.list(cfg("ns", checkpoint_ns="")))) == 5
+
+
+# -- extended operations ----------------------------------------------------
+
+
+def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke(
+        {"steps": []}, {"configurable": {"thread_id": "src"}, "metadata": {"run_id": "r1"}}
+    )
+    graph.invoke(
+        {"steps": []}, {"configurable": {"thread_id": "src"}, "metadata": {"run_id": "r2"}}
+    )
+    saver.copy_thread("src", "dst")
+    src_ids = [t.checkpoint["id"] for t in saver.list(cfg("src"))]
+    assert [t.checkpoint["id"] for t in saver.list(cfg("dst"))] == src_ids
+    saver.prune(["dst"], keep_last=3)
+    assert [t.checkpoint["id"] for t in saver.list(cfg("dst"))] == src_ids[:3]
+    assert graph.get_state(cfg("dst")).values["steps"] == ["a", "b", "c"] * 2
+    saver.delete_for_runs(["r2"])
+    assert {t.metadata["run_id"] for t in saver.list(cfg("src"))} == {"r1"}
+    assert list(saver.list(cfg("dst"))) == []  # every kept copy came from run r2
+    saver.prune(["src"], strategy="delete")
+    assert list(saver.list(None)) == []
+    assert len(saver.store) == 0  # run index entries went with the data
+    with pytest.raises(ss.InvalidArgumentError, match="strategy"):
+        saver.prune(["src"], strategy="keep_everything")
+    with pytest.raises(ss.InvalidArgumentError, match="keep_last"):
+        saver.prune(["src"], keep_last=0)
+
+
+def test_concurrent_put_writes_from_many_threads(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("cw"))
+    config = saver.get_tuple(cfg("cw"))
+    assert config is not None
+
+    def writer(task: int) -> None:
+        for idx in range(5):
+            saver.put_writes(config.config, [("steps", [f"{task}-{idx}"])], f"task{task}-{idx}")
+
+    workers = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    got = saver.get_tuple(config.config)
+    assert got is not None
+    assert len(got.pending_writes or []) == 40
+    # Insert-or-ignore: the same (task, idx) again leaves the first value.
+    saver.put_writes(config.config, [("steps", ["changed"])], "task0-0")
+    again = saver.get_tuple(config.config)
+    assert again is not None
+    assert ("task0-0", "steps", ["0-0"]) in (again.pending_writes or [])
+
+
+def test_store_snapshot_and_restore_roll_every_thread_back(saver: SwarmStateSaver) -> None:
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, cfg("one"))
+    snap = saver.store.snapshot()
+    graph.invoke({"steps": ["more"]}, cfg("one"))
+    graph.invoke({"steps": []}, cfg("two"))
+    changes = saver.store.snapshot().diff(snap)
+    assert changes["added"]
+    assert not changes["removed"]
+    saver.store.restore(snap)
+    assert graph.get_state(cfg("one")).values == {"steps": ["a", "b", "c"]}
+    assert graph.get_state(cfg("two")).values == {}
+
+
+# -- safe deserialization ---------------------------------------------------
+
+
+def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
+    """Store a checkpoint whose channel value asks the loader to call os.mkdir(target)."""
+    chain_graph(saver).invoke({"steps": []}, cfg("evil"))
+    latest = saver.get_tuple(cfg("evil"))
+    assert latest is not None
+    namespace = K.scope("evil", "")
+    key = K.checkpoint_key(latest.checkpoint["id"])
+    entry = saver.store.get(namespace, key)
+    checkpoint = ormsgpack.unpackb(entry[1])
+    # Extension 0 is JsonPlusSerializer's "call module.name(arg)".
+    call = ormsgpack.Ext(0, ormsgpack.packb(["os", "mkdir", str(target)]))
+    checkpoint["channel_values"]["steps"] = call
+    entry[1] = ormsgpack.packb(checkpoint)
+    saver.store.set(namespace, key, entry)
+    return latest.config
+
+
+def test_strict_default_serializer_does_not_run_stored_calls(
+    saver: SwarmStateSaver, tmp_path: Path
+) -> None:
+    target = tmp_path / "pwned"
+    config = _plant_constructor_call(saver, target)
+    loaded = saver.get_tuple(config)
+    assert loaded is not None
+    assert loaded.checkpoint["channel_values"]["steps"] == str(target)  # the raw argument
+    assert not target.exists()
+    # The same bytes through a permissive serializer do run the call: the payload is real.
+    permissive = SwarmStateSaver(
+        saver.store, serde=JsonPlusSerializer(allowed_msgpack_modules=True)
+    )
+    permissive.get_tuple(config)
+    assert target.is_dir()
+
+
+def test_pickle_payloads_are_refused(saver: SwarmStateSaver) -> None:
+    chain_graph(saver).invoke({"steps": []}, cfg("pk"))
+    latest = saver.get_tuple(cfg("pk"))
+    assert latest is not None
+    namespace, key = K.scope("pk", ""), K.checkpoint_key(latest.checkpoint["id"])
+    entry = saver.store.get(namespace, key)
+    entry[0] = "pickle"
+    saver.store.set(namespace, key, entry)
+    with pytest.raises(NotImplementedError, match="pickle"):
+        saver.get_tuple(cfg("pk"))
+
+
+@dataclasses.dataclass
+class Ticket:
+    title: str
+    priority: int
+
+
+class TicketState(TypedDict, total=False):
+    ticket: Ticket
+
+
+def test_with_allowlist_admits_the_graphs_own_types(saver: SwarmStateSaver) -> None:
+    builder = StateGraph(TicketState)
+    builder.add_node("bump", lambda s: {"ticket": Ticket(s["ticket"].title, 2)})
+    builder.add_edge(START, "bump")
+    # Strict by default: a graph with its own types names them (LangGraph does this at
+    # compile time by itself when LANGGRAPH_STRICT_MSGPACK=true).
+    allowed = saver.with_allowlist([(Ticket.__module__, "Ticket")])
+    assert allowed.store is saver.store
+    graph = builder.compile(checkpointer=allowed)
+    graph.invoke({"ticket": Ticket("t", 1)}, cfg("tk"))
+    assert graph.get_state(cfg("tk")).values["ticket"] == Ticket("t", 2)
+    # The bare strict saver does not revive Ticket: it hands back plain data.
+    raw = saver.get_tuple(cfg("tk"))
+    assert raw is not None
+    assert raw.checkpoint["channel_values"]["ticket"] == {"title": "t", "priority": 2}
+
+
+# -- two processes ------------------------------------------------------------
+
+
+def _child_resume(path: str, queue: Any) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    with DiskStore(path) as store:
+        graph = interrupt_graph(SwarmStateSaver(store))
+        out = graph.invoke(Command(resume="from child"), cfg("proc"))
+        queue.put(out)
+
+
+@pytest.mark.slow
+def test_a_run_paused_in_one_process_resumes_in_another(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    path = tmp_path / "shared.db"
+    with DiskStore(path) as store:
+        graph = interrupt_graph(SwarmStateSaver(store))
+        assert "__interrupt__" in graph.invoke({"steps": []}, cfg("proc"))
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_resume, args=(str(path), queue))
+    child.start()
+    out = queue.get(timeout=120)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert out == {"steps": ["a", "asked", "c"], "answer": "from child"}
+    with DiskStore(path) as store:
+        state = interrupt_graph(SwarmStateSaver(store)).get_state(cfg("proc"))
+        assert state.values == out
+        assert state.next == ()
+
+
+@pytest.mark.slow
+def test_the_readme_demo_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    demo = Path(__file__).parents[2] / "examples" / "langgraph_demo.py"
+    done = subprocess.run(
+        [sys.executable, str(demo), str(tmp_path / "demo.db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fork log: ['outline', 'write', 'review: reject', 'sent back']" in done.stdout
+    assert "thread is waiting again at ['review']" in done.stdout

@@ -1,0 +1,202 @@
+"""Performance regression gates (``nox -s perf`` / ``pytest tests/perf -m benchmark``).
+
+Each gate times an operation against its peer, or against itself at a
+baseline size, in the same run, and fails when the min-over-rounds ratio
+exceeds the budget (the issue's limit). pytest-benchmark records the
+candidate's own timing for the saved history; only ratios decide.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import swarmstate as ss
+from perf.gate import check
+
+pytestmark = pytest.mark.benchmark
+
+
+def _entries(rng: random.Random, namespaces: int, per_ns: int) -> list[tuple[str, str, Any]]:
+    return [
+        (f"ns{n:06d}", f"k{k:06d}", {"step": rng.randrange(10**6), "status": "running"})
+        for n in range(namespaces)
+        for k in range(per_ns)
+    ]
+
+
+def _store(entries: list[tuple[str, str, Any]]) -> ss.Store:
+    store = ss.Store()
+    for i in range(0, len(entries), 5_000):
+        store.set_many(entries[i : i + 5_000])
+    return store
+
+
+def test_snapshot_cost_is_flat_in_state_size(benchmark: Any) -> None:
+    rng = random.Random(7)
+    small, large = _store(_entries(rng, 10, 10)), _store(_entries(rng, 10_000, 10))
+    benchmark(large.snapshot)
+    result = check(lambda i: large.snapshot(), lambda i: small.snapshot(), budget=2.0)
+    assert result.passed, str(result)
+
+
+def test_diff_of_one_change_is_flat_in_namespace_count(benchmark: Any) -> None:
+    rng = random.Random(7)
+    pairs = []
+    for namespaces in (2_000, 20_000):
+        entries = _entries(rng, namespaces, 10)
+        store = _store(entries)
+        base = store.snapshot()
+        store.set(entries[len(entries) // 2][0], entries[len(entries) // 2][1], {"changed": 1})
+        pairs.append((base, store.snapshot()))
+    (a_small, b_small), (a_large, b_large) = pairs
+    benchmark(b_large.diff, a_large)
+    result = check(lambda i: b_large.diff(a_large), lambda i: b_small.diff(a_small), budget=2.0)
+    assert result.passed, str(result)
+
+
+def test_set_get_is_at_least_half_a_plain_dict_of_codec_bytes(benchmark: Any) -> None:
+    keys = [(f"ns{i % 50}", f"k{i:06d}") for i in range(20_000)]
+    value = {"step": 3, "status": "running", "score": 0.5}
+    store, plain = ss.Store(), {}
+
+    def ours(i: int) -> object:
+        ns, key = keys[i % 20_000]
+        store.set(ns, key, value)
+        return store.get(ns, key)
+
+    def peer(i: int) -> object:
+        pair = keys[i % 20_000]
+        plain[pair] = ss.dumps(value)
+        return ss.loads(plain[pair])
+
+    benchmark(ours, 0)
+    result = check(ours, peer, budget=2.0)  # throughput >= 0.5x  <=>  time <= 2x
+    assert result.passed, str(result)
+
+
+def test_disk_set_of_10kb_is_within_1_3x_of_a_bare_apsw_insert(
+    benchmark: Any, tmp_path: Path
+) -> None:
+    import apsw
+
+    from swarmstate.backends.disk import DiskStore
+
+    rng = random.Random(7)
+    blobs = [rng.randbytes(10_240) for _ in range(16)]
+    data = [ss.dumps(b) for b in blobs]
+    store = DiskStore(tmp_path / "store.db", synchronous="NORMAL")
+    conn = apsw.Connection(str(tmp_path / "bare.db"))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE kv (ns TEXT, key TEXT, value BLOB, PRIMARY KEY (ns, key))")
+    sql = "INSERT OR REPLACE INTO kv VALUES (?, ?, ?)"
+    benchmark(store.set, "docs", "bench", blobs[0])
+    # A key's next write always brings different bytes: nothing can be skipped as unchanged.
+    result = check(
+        lambda i: store.set("docs", f"k{i % 256}", blobs[(i + i // 256) % 16]),
+        lambda i: conn.execute(sql, ("docs", f"k{i % 256}", data[(i + i // 256) % 16])),
+        budget=1.3,
+        inner=50,
+    )
+    store.close()
+    conn.close()
+    assert result.passed, str(result)
+
+
+def _checkpoints(count: int) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    versioner = InMemorySaver()
+    random.seed(7)
+    out = []
+    previous = empty_checkpoint()
+    versions: dict[str, Any] = {}
+    messages = [{"type": "human", "content": "m" * 500, "id": str(i)} for i in range(count + 20)]
+    for step in range(count):
+        new = {
+            ch: versioner.get_next_version(versions.get(ch), None) for ch in ("messages", "step")
+        }
+        versions.update(new)
+        base = dict(previous)
+        base["channel_versions"] = dict(versions)
+        cp = create_checkpoint(base, None, step)  # type: ignore[arg-type]
+        cp["channel_values"] = {"messages": messages[step : step + 20], "step": step}
+        out.append((dict(cp), {"source": "loop", "step": step}, new))
+        previous = cp
+    return out
+
+
+def _fill(saver: Any, thread: str, stream: list[Any]) -> dict[str, Any]:
+    parent = None
+    for cp, meta, new in stream:
+        conf = {"thread_id": thread, "checkpoint_ns": ""}
+        if parent:
+            conf["checkpoint_id"] = parent
+        saver.put({"configurable": conf}, dict(cp), meta, new)
+        parent = cp["id"]
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+def test_saver_latest_read_is_flat_as_the_thread_grows(benchmark: Any) -> None:
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    stream = _checkpoints(2_000)
+    saver = SwarmStateSaver(ss.Store())
+    short, long = _fill(saver, "short", stream[:5]), _fill(saver, "long", stream)
+    benchmark(saver.get_tuple, long)
+    result = check(lambda i: saver.get_tuple(long), lambda i: saver.get_tuple(short), budget=1.2)
+    assert result.passed, str(result)
+
+
+def test_saver_put_in_memory_is_no_slower_than_inmemorysaver(benchmark: Any) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    stream = _checkpoints(1_700)
+    ours, peer = SwarmStateSaver(ss.Store()), InMemorySaver()
+
+    def putter(saver: Any, thread: str) -> Any:
+        def put(i: int) -> object:
+            cp, meta, new = stream[i % len(stream)]
+            conf = {"thread_id": thread, "checkpoint_ns": ""}
+            return saver.put({"configurable": conf}, dict(cp), meta, new)
+
+        return put
+
+    benchmark(putter(ours, "bench"), 0)
+    result = check(putter(ours, "t"), putter(peer, "t"), budget=1.0, inner=100)
+    assert result.passed, str(result)
+
+
+def test_durable_put_is_at_most_0_7x_sqlitesaver_normal(benchmark: Any, tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    stream = _checkpoints(1_700)
+    ours = SwarmStateSaver(DiskStore(tmp_path / "ours.db", synchronous="NORMAL"))
+    conn = sqlite3.connect(str(tmp_path / "peer.sqlite"), check_same_thread=False)
+    peer = SqliteSaver(conn)
+    peer.setup()
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+    def putter(saver: Any, thread: str) -> Any:
+        def put(i: int) -> object:
+            cp, meta, new = stream[i % len(stream)]
+            conf = {"thread_id": thread, "checkpoint_ns": ""}
+            return saver.put({"configurable": conf}, dict(cp), meta, new)
+
+        return put
+
+    benchmark(putter(ours, "bench"), 0)
+    result = check(putter(ours, "t"), putter(peer, "t"), budget=0.7, inner=100)
+    conn.close()
+    assert result.passed, str(result)

@@ -1,0 +1,559 @@
+"""DiskStore beyond the shared contract: the file, reopening, processes, crashes.
+
+The contract tests and the state machine run against DiskStore through the
+``store_factory`` fixture; this file checks what only a file-backed store
+has: durability across close/reopen and process kills, several processes
+and threads on one file, fork, permissions, and refusing bad files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import swarmstate as ss
+from swarmstate.backends import _sqlite
+from swarmstate.backends.disk import DiskStore
+
+
+def raw(path: Path) -> apsw.Connection:
+    """A plain read-only SQLite connection, to look at the file behind the store."""
+    return apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+
+
+def scalar(path: Path, query: str) -> Any:
+    conn = raw(path)
+    try:
+        row: Any = conn.execute(query).fetchone()
+        return row[0]
+    finally:
+        conn.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+# -- reopen and snapshots on disk -------------------------------------------------
+
+
+def test_reopen_between_steps_keeps_values_and_snapshots(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("t/1", "a", {"x": 1}), ("t/1", "b", [1, 2]), ("t/2", "a", b"\x00")])
+    first = store.snapshot()
+    store.close()
+
+    store = DiskStore(db)
+    store.set("t/1", "a", {"x": 2})
+    store.delete("t/2", "a")
+    second = store.snapshot()
+    store.clear()
+    store.close()
+
+    store = DiskStore(db)
+    assert len(store) == 0
+    assert [s.id for s in store.snapshots()] == [first.id, second.id]
+    old, new = store.snapshots()
+    assert old.get("t/1", "a") == {"x": 1}
+    assert new.get("t/1", "a") == {"x": 2}
+    assert new.diff(old) == {"added": [], "removed": [("t/2", "a")], "changed": [("t/1", "a")]}
+    assert (old.count, new.count) == (3, 2)
+    store.restore(old)
+    store.close()
+
+    store = DiskStore(db)
+    assert store.items("t/1") == [("a", {"x": 1}), ("b", [1, 2])]
+    assert store.get("t/2", "a") == b"\x00"
+    assert store.snapshot().parent == first.id
+    store.close()
+
+
+def test_snapshot_copies_no_rows_and_a_write_keeps_one_old_version(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("ns", f"k{i}", i) for i in range(100)])
+    rows = scalar(db, "SELECT count(*) FROM entries")
+    store.snapshot()
+    assert scalar(db, "SELECT count(*) FROM entries") == rows
+    store.set("ns", "k1", "new")
+    store.set("ns", "k1", "newer")  # no snapshot since: overwritten in place
+    assert scalar(db, "SELECT count(*) FROM entries") == rows + 1
+    store.close()
+
+
+def test_restoring_the_latest_snapshot_copies_nothing(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("ns", f"k{i:03d}", i) for i in range(100)])
+    snap = store.snapshot()
+    store.set_many([("ns", f"k{i:03d}", -i - 1) for i in range(10)])
+    store.delete("ns", "k050")
+    store.set("ns", "new", 1)
+    store.restore(snap)
+    # The old rows become current again; the rows written since are gone.
+    assert scalar(db, "SELECT count(*) FROM entries") == 100
+    assert store.items("ns", limit=3) == [("k000", 0), ("k001", 1), ("k002", 2)]
+    assert store.get("ns", "k050") == 50
+    assert not store.contains("ns", "new")
+    store.close()
+
+
+def test_restore_of_an_older_snapshot_keeps_later_snapshots_intact(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("ns", "k", "v1")
+    first = store.snapshot()
+    store.set("ns", "k", "v2")
+    second = store.snapshot()
+    store.set("ns", "k", "v3")
+    store.restore(first)
+    store.restore(first)  # a second restore finds the same bytes and writes nothing
+    assert store.get("ns", "k") == "v1"
+    assert (first.get("ns", "k"), second.get("ns", "k")) == ("v1", "v2")
+    third = store.snapshot()
+    assert third.diff(second) == {"added": [], "removed": [], "changed": [("ns", "k")]}
+    assert third.diff(first) == {"added": [], "removed": [], "changed": []}
+    store.close()
+
+
+def test_max_history_reclaims_old_versions_and_survives_reopen(db: Path) -> None:
+    store = DiskStore(db, max_history=2)
+    for round_ in range(40):
+        store.set_many([("ns", f"k{i}", bytes([round_]) * 2000) for i in range(20)])
+        store.snapshot()
+        if round_ == 20:
+            size_mid = db.stat().st_size + Path(f"{db}-wal").stat().st_size
+    # Live rows plus the versions the two retained snapshots need, nothing more.
+    assert scalar(db, "SELECT count(*) FROM entries") <= 20 * 2
+    size_end = db.stat().st_size + Path(f"{db}-wal").stat().st_size
+    assert size_end <= size_mid * 1.5  # freed pages are reused, the file stops growing
+    kept = [s.id for s in store.snapshots()]
+    assert kept == [39, 40]
+    store.close()
+
+    store = DiskStore(db, max_history=2)
+    with pytest.raises(ss.SnapshotError, match="evicted"):
+        store.restore(
+            ss.Snapshot(id=5, parent=4, timestamp=0.0, size_bytes=0, count=0, _store=store)
+        )
+    oldest = store.snapshots()[0]
+    assert oldest.get("ns", "k0") == bytes([38]) * 2000
+    store.close()
+
+
+def test_len_and_sizes_follow_writes_across_snapshots(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("a", "x", "1234"), ("a", "y", None)])
+    assert len(store) == 2
+    snap = store.snapshot()
+    store.set("a", "x", "12")
+    store.delete("a", "y")
+    store.set("b", "z", 1)
+    assert len(store) == 2
+    later = store.snapshot()
+    assert (snap.size_bytes, later.size_bytes) == (
+        len(ss.dumps("1234")) + len(ss.dumps(None)),
+        len(ss.dumps("12")) + len(ss.dumps(1)),
+    )
+    store.restore(snap)
+    assert len(store) == 2
+    assert store.snapshot().size_bytes == snap.size_bytes
+    store.close()
+
+
+def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("a", "x", 1)
+    store.setup()
+    store.setup()
+    assert store.get("a", "x") == 1
+    assert scalar(db, "PRAGMA user_version") == _sqlite.SCHEMA_VERSION
+    assert scalar(db, "PRAGMA application_id") == _sqlite.APPLICATION_ID
+    assert scalar(db, "PRAGMA journal_mode") == "wal"
+    conn = raw(db)
+    rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
+    meta = dict(rows)
+    conn.close()
+    assert meta["codec"] == "msgpack"
+    assert meta["format"] == "swarmstate"
+    assert meta["uid"] == store._uid
+    versions = [v for v, _ in _sqlite.MIGRATIONS]
+    assert versions == sorted(versions)
+    assert versions[-1] == _sqlite.SCHEMA_VERSION
+    store.close()
+
+
+@pytest.mark.parametrize(("level", "code"), [("NORMAL", 1), ("FULL", 2), ("full", 2)])
+def test_synchronous_level_is_applied(db: Path, level: str, code: int) -> None:
+    store = DiskStore(db, synchronous=level)
+    row: Any = store._conn().execute("PRAGMA synchronous").fetchone()
+    assert row[0] == code
+    store.close()
+
+
+# -- queries stay indexed -------------------------------------------------------------
+
+INDEXED_QUERIES = [
+    (_sqlite.GET, ("ns", "k")),
+    (_sqlite.PUT_FAST, ("ns", "k", 1, b"\xc0")),
+    (_sqlite.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
+    (_sqlite.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
+    (_sqlite.NAMESPACES_SQL[True], ("t/", "t0")),
+    (_sqlite.PREFIX_ROWS_SQL[True], ("t/", "t0")),
+    (_sqlite.PREFIX_DELETE_NEW_SQL[True], ("t/", "t0")),
+    (_sqlite.PREFIX_END_SQL[True], ("t/", "t0")),
+    (_sqlite.SNAPSHOT_GET, ("ns", "k", 5, 1)),
+    (_sqlite.RESTORE_PLAN, {"m": 1, "v": 1}),
+    (_sqlite.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
+    (_sqlite.TOTALS, ()),
+]
+
+
+@pytest.mark.parametrize(("query", "params"), INDEXED_QUERIES, ids=lambda q: str(q)[:40])
+def test_hot_queries_never_scan_the_entries_table(db: Path, query: str, params: Any) -> None:
+    store = DiskStore(db)
+    store.set_many([(f"t/{i % 10}", f"k{i}", i) for i in range(500)])
+    plan = [row[3] for row in store._conn().execute("EXPLAIN QUERY PLAN " + query, params)]
+    assert plan
+    assert not [step for step in plan if step.startswith("SCAN") and "entries" in step], plan
+    store.close()
+
+
+# -- bad input ---------------------------------------------------------------------
+
+
+def test_lone_surrogate_key_is_refused_and_changes_nothing(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("ns", "k", "kept")
+    with pytest.raises(ss.InvalidKeyError, match="surrogate"):
+        store.set("ns", "\udc80", 1)
+    with pytest.raises(ss.InvalidKeyError):
+        store.set_many([("ns", "k", "changed"), ("\ud800", "k", 1)])
+    assert store.get("ns", "k") == "kept"
+    assert len(store) == 1
+    store.close()
+
+
+def test_path_in_missing_directory_raises_storage_error(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "store.db"
+    with pytest.raises(ss.StorageError, match="does not exist") as info:
+        DiskStore(target)
+    assert isinstance(info.value, OSError)
+    assert not target.parent.exists()
+
+
+def test_directory_as_path_raises_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(ss.StorageError, match="directory"):
+        DiskStore(tmp_path)
+
+
+def test_file_that_is_not_sqlite_is_refused_untouched(db: Path) -> None:
+    db.write_bytes(b"checkpoint data, not a database\n" * 200)
+    before = digest(db)
+    with pytest.raises(ss.IncompatibleStoreError, match="not a SQLite database"):
+        DiskStore(db)
+    assert digest(db) == before
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_sqlite_file_of_another_program_is_refused_untouched(db: Path) -> None:
+    other = apsw.Connection(str(db))
+    other.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    other.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    other.close()
+    before = digest(db)
+    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+        DiskStore(db)
+    assert digest(db) == before
+    assert scalar(db, "PRAGMA journal_mode") == "delete"
+
+
+def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("a", "x", 1)
+    store.close()
+    conn = apsw.Connection(str(db))
+    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION + 1}")
+    conn.close()
+    before = digest(db)
+    with pytest.raises(ss.IncompatibleStoreError, match="newer"):
+        DiskStore(db)
+    assert digest(db) == before
+    conn = apsw.Connection(str(db))
+    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION}")
+    conn.close()
+    with DiskStore(db) as again:
+        assert again.get("a", "x") == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"synchronous": "OFF"},
+        {"synchronous": 1},
+        {"busy_timeout": 0},
+        {"busy_timeout": "5"},
+        {"busy_timeout": True},
+        {"max_history": 0},
+    ],
+)
+def test_bad_options_raise_invalid_argument(db: Path, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ss.InvalidArgumentError):
+        DiskStore(db, **kwargs)
+    assert not db.exists()
+
+
+def test_missing_apsw_names_the_extra() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["apsw"] = None  # as if the disk extra were not installed
+        try:
+            import swarmstate.backends.disk
+        except ImportError as exc:
+            import swarmstate
+            assert isinstance(exc, swarmstate.MissingDependencyError), type(exc)
+            print(exc)
+        else:
+            raise SystemExit("imported without apsw")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert 'pip install "swarmstate[disk]"' in done.stdout
+
+
+# -- lifecycle -------------------------------------------------------------------------
+
+
+def test_closed_store_raises_store_closed(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("a", "x", 1)
+    snap = store.snapshot()
+    store.close()
+    store.close()  # idempotent
+    for call in (
+        lambda: store.get("a", "x"),
+        lambda: store.set("a", "x", 2),
+        lambda: store.set_many([("a", "x", 2)]),
+        lambda: store.keys("a"),
+        lambda: len(store),
+        lambda: store.snapshot(),
+        lambda: store.snapshots(),
+        lambda: store.restore(snap),
+        lambda: snap.get("a", "x"),
+        lambda: store.clear(),
+    ):
+        with pytest.raises(ss.StoreClosedError):
+            call()
+    with DiskStore(db) as again:
+        assert again.get("a", "x") == 1
+
+
+# -- permissions --------------------------------------------------------------------
+
+
+def test_new_files_are_owner_only(db: Path) -> None:
+    old_umask = os.umask(0)
+    try:
+        store = DiskStore(db)
+        store.set("a", "x", 1)
+        for name in (str(db), f"{db}-wal", f"{db}-shm"):
+            assert os.stat(name).st_mode & 0o777 == 0o600, name
+        store.close()
+    finally:
+        os.umask(old_umask)
+
+
+def test_opening_a_looser_file_logs_a_warning(db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    DiskStore(db).close()
+    os.chmod(db, 0o644)
+    with caplog.at_level(logging.WARNING, logger="swarmstate"):
+        DiskStore(db).close()
+    warnings = [r for r in caplog.records if r.name == "swarmstate"]
+    assert warnings
+    assert "644" in warnings[0].getMessage()
+    assert "chmod 600" in warnings[0].getMessage()
+    caplog.clear()
+    os.chmod(db, 0o600)
+    with caplog.at_level(logging.WARNING, logger="swarmstate"):
+        DiskStore(db).close()
+    assert not [r for r in caplog.records if r.name == "swarmstate"]
+
+
+# -- several handles, threads, processes ---------------------------------------------
+
+
+def test_two_handles_see_each_others_writes_and_snapshots(db: Path) -> None:
+    one, two = DiskStore(db), DiskStore(db)
+    one.set("a", "x", 1)
+    assert two.get("a", "x") == 1
+    snap = two.snapshot()
+    one.set("a", "x", 2)
+    assert len(two) == 1
+    assert two.get("a", "x") == 2
+    one.restore(snap)  # a snapshot taken through another handle of the same file
+    assert two.get("a", "x") == 1
+    assert one.snapshot().parent == snap.id
+    one.close()
+    two.close()
+
+
+def test_threads_share_one_store(db: Path) -> None:
+    store = DiskStore(db)
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(150):
+                store.set(f"t{n}", f"{i:04d}", i)
+                assert store.get(f"t{n}", f"{i:04d}") == i
+                if i % 50 == 0:
+                    store.snapshot()
+        except BaseException as exc:  # reported to the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(store) == 600
+    assert [store.count(f"t{n}") for n in range(4)] == [150] * 4
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
+    store = DiskStore(db)
+    store.set("a", "parent", 1)
+    parent_conn = store._conn()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code, never return to pytest
+        code = 1
+        try:
+            assert store.get("a", "parent") == 1
+            store.set("a", "child", 2)
+            assert store._conn() is not parent_conn
+            store.snapshot()
+            store.close()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store._conn() is parent_conn
+    assert store.get("a", "child") == 2
+    assert [s.id for s in store.snapshots()] == [1]
+    store.set("a", "parent", 3)
+    assert store.get("a", "parent") == 3
+    store.close()
+
+
+def _spawned_writer(path: str, worker: int, writes: int) -> None:
+    """Write ``writes`` keys of its own; any exception fails the process."""
+    store = DiskStore(path)
+    for i in range(writes):
+        if i % 100 == 99:
+            store.set_many([(f"w{worker}", f"{i:05d}", i), ("shared", f"{worker}", i)])
+        else:
+            store.set(f"w{worker}", f"{i:05d}", i)
+        if i % 500 == 0:
+            store.snapshot()
+    store.close()
+
+
+@pytest.mark.slow
+def test_four_spawned_processes_write_one_file(db: Path) -> None:
+    DiskStore(db).close()  # create it before the writers race to
+    writes = 2000
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_spawned_writer, args=(str(db), n, writes)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    with DiskStore(db) as store:
+        for n in range(4):
+            assert store.keys(f"w{n}") == [f"{i:05d}" for i in range(writes)]
+            assert store.get_many([(f"w{n}", f"{i:05d}") for i in range(writes)]) == list(
+                range(writes)
+            )
+        assert len(store) == 4 * writes + 4
+        assert len(store.snapshots()) == 4 * (writes // 500)
+    assert scalar(db, "PRAGMA integrity_check") == "ok"
+
+
+_KILLED_WRITER = """
+import os, sys
+from swarmstate.backends.disk import DiskStore
+
+store = DiskStore(sys.argv[1], synchronous=sys.argv[2])
+i = 0
+while True:
+    store.set("stream", f"{i:08d}", {"i": i, "pad": "x" * (i % 3000)})
+    if i % 50 == 49:
+        snap = store.snapshot()
+        os.write(1, f"snap {snap.id} {i}\\n".encode())
+    os.write(1, f"ack {i}\\n".encode())  # only after the write returned
+    i += 1
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["FULL", "NORMAL"])
+def test_sigkill_mid_stream_loses_no_acknowledged_write(db: Path, level: str) -> None:
+    DiskStore(db, synchronous=level).close()
+    acked: list[int] = []
+    snaps: dict[int, int] = {}
+    command = [sys.executable, "-c", _KILLED_WRITER, str(db), level]
+    with subprocess.Popen(command, stdout=subprocess.PIPE) as writer:
+        assert writer.stdout is not None
+        try:
+            for line in writer.stdout:
+                kind, *numbers = line.split()
+                if kind == b"ack":
+                    acked.append(int(numbers[0]))
+                else:
+                    snaps[int(numbers[0])] = int(numbers[1])
+                if len(acked) == 400:
+                    writer.send_signal(signal.SIGKILL)
+                    break
+            rest = writer.stdout.read()  # acks written before the kill landed
+        finally:
+            writer.kill()
+            writer.wait(timeout=30)
+    acked += [int(line.split()[1]) for line in rest.splitlines() if line.startswith(b"ack")]
+    assert writer.returncode == -signal.SIGKILL
+    assert acked == list(range(len(acked)))
+
+    assert scalar(db, "PRAGMA integrity_check") == "ok"
+    with DiskStore(db, synchronous=level) as store:
+        assert scalar(db, "PRAGMA integrity_check") == "ok"
+        found = store.get_many([("stream", f"{i:08d}") for i in acked])
+        assert [v["i"] for v in found] == acked
+        retained = {s.id: s for s in store.snapshots()}
+        for sid, last in snaps.items():
+            assert retained[sid].get("stream", f"{last:08d}") == {
+                "i": last,
+                "pad": "x" * (last % 3000),
+            }
+        store.set("stream", "after", 1)  # the file is writable again

@@ -1,0 +1,59 @@
+"""The public surface: exactly what is exported, sorted, and importable."""
+
+from __future__ import annotations
+
+import importlib
+
+import swarmstate as ss
+
+EXPECTED = {
+    "BaseStore",
+    "DecodeError",
+    "Diff",
+    "IncompatibleStoreError",
+    "InvalidArgumentError",
+    "InvalidKeyError",
+    "MissingDependencyError",
+    "Snapshot",
+    "SnapshotError",
+    "StorageError",
+    "Store",
+    "StoreClosedError",
+    "SwarmStateError",
+    "UnsupportedTypeError",
+    "ValueOutOfRangeError",
+    "dumps",
+    "loads",
+    "transfer",
+}
+
+
+def test_all_is_sorted_and_exact() -> None:
+    assert ss.__all__ == sorted(ss.__all__)
+    assert set(ss.__all__) == EXPECTED
+    for name in ss.__all__:
+        assert hasattr(ss, name)
+
+
+def test_every_error_derives_from_the_root_and_a_builtin() -> None:
+    builtins = (TypeError, ValueError, RuntimeError, ImportError, OSError)
+    for name in ss.__all__:
+        obj = getattr(ss, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, ss.SwarmStateError)
+            assert obj is ss.SwarmStateError or issubclass(obj, builtins), name
+
+
+def test_documented_import_paths() -> None:
+    disk = importlib.import_module("swarmstate.backends.disk")
+    postgres = importlib.import_module("swarmstate.backends.postgres")
+    langgraph = importlib.import_module("swarmstate.integrations.langgraph")
+    assert issubclass(disk.DiskStore, ss.BaseStore)
+    assert issubclass(postgres.PostgresStore, ss.BaseStore)
+    assert langgraph.SwarmStateSaver.__name__ == "SwarmStateSaver"
+
+
+def test_package_is_typed() -> None:
+    from importlib.resources import files
+
+    assert files("swarmstate").joinpath("py.typed").is_file()
