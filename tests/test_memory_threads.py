@@ -71,3 +71,50 @@ def test_snapshots_taken_during_writes_stay_frozen() -> None:
         assert {k: snap.get(*k) for k in snap.keys} == seen
         assert snap.count == len(seen)
         assert snap.size_bytes == sum(len(ss.dumps(v)) for v in seen.values())
+
+
+def test_lock_free_writers_racing_folds_leave_every_view_consistent() -> None:
+    store = ss.Store()
+    stop = threading.Event()
+
+    def writer(i: int) -> None:
+        j = 0
+        while not stop.is_set() and j < 20_000:
+            key = f"k{j % 97}"
+            if j % 5 == 4:
+                store.delete(f"ns{i}", key)
+            else:
+                store.set(f"ns{i}", key, [i, j])
+            j += 1
+
+    def folder() -> None:
+        # Every call below folds the dirty keys while the writers keep going.
+        while not stop.is_set():
+            store.snapshot()
+            store.keys("ns0", reverse=True, limit=3)
+            len(store)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    threads.append(threading.Thread(target=folder))
+    for t in threads:
+        t.start()
+    for t in threads[:3]:
+        t.join()
+    stop.set()
+    threads[3].join()
+
+    final = store.snapshot()
+    current = {
+        (ns, key): value for ns in store.namespaces() for key, value in store.items(ns)
+    }
+    assert sorted(current) == final.keys
+    assert len(store) == len(current) == final.count
+    assert final.size_bytes == sum(len(ss.dumps(v)) for v in current.values())
+    for (ns, key), value in current.items():
+        assert store.get(ns, key) == value == final.get(ns, key)
+    # Each writer's last operation on each key is what is stored.
+    for i in range(3):
+        for k in range(97):
+            last = max(j for j in range(20_000) if j % 97 == k)
+            expected = None if last % 5 == 4 else [i, last]
+            assert store.get(f"ns{i}", f"k{k}") == expected

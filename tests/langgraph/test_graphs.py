@@ -7,6 +7,7 @@ import itertools
 import multiprocessing
 import operator
 import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -125,7 +126,7 @@ def test_interrupt_then_resume_with_command(saver: SwarmStateSaver) -> None:
 
 
 _calls: list[str] = []
-_fail_once = {"armed": True}
+_fail_once: dict[str, Any] = {"armed": True, "saver": None}
 
 
 def _sibling(state: Steps) -> dict[str, Any]:
@@ -137,13 +138,23 @@ def _flaky(state: Steps) -> dict[str, Any]:
     _calls.append("flaky")
     if _fail_once["armed"]:
         _fail_once["armed"] = False
+        # Fail only once the sibling's write is saved: a sibling still running
+        # when the step fails has its writes dropped by the runtime, which
+        # would make this test depend on thread timing.
+        saver = _fail_once["saver"]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            found = saver.get_tuple(cfg("f"))
+            if found is not None and any(w[1] == "steps" for w in found.pending_writes or []):
+                break
+            time.sleep(0.002)
         raise RuntimeError("boom")
     return {"steps": ["flaky"]}
 
 
 def test_failing_node_keeps_its_siblings_writes(saver: SwarmStateSaver) -> None:
     _calls.clear()
-    _fail_once["armed"] = True
+    _fail_once.update(armed=True, saver=saver)
     builder = StateGraph(Steps)
     builder.add_node("sibling", _sibling)
     builder.add_node("flaky", _flaky)
