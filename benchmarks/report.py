@@ -1,10 +1,12 @@
-"""Write the tables of docs/benchmarks.md from a results file.
+"""Write the tables of docs/benchmarks.md and the README's numbers from a results file.
 
-    python benchmarks/report.py [benchmarks/results.json] [--doc docs/benchmarks.md] [--check]
+    python benchmarks/report.py [benchmarks/results.json] [--doc docs/benchmarks.md]
+        [--readme README.md] [--check]
 
 Only the text between ``<!-- results:begin -->`` and ``<!-- results:end -->``
-is replaced. ``--check`` exits 1 when the docs differ from what the results
-file says (the default test suite does the same).
+(docs) and between ``<!-- numbers:start -->`` and ``<!-- numbers:end -->``
+(README) is replaced. ``--check`` exits 1 when either differs from what the
+results file says (the default test suite does the same).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+README_BEGIN, README_END = "<!-- numbers:start -->", "<!-- numbers:end -->"
 
 
 def _num(value: Any) -> str:
@@ -159,33 +162,78 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def apply(doc_text: str, block: str) -> str:
+def apply(doc_text: str, block: str, begin: str = BEGIN, end_marker: str = END) -> str:
     """``doc_text`` with the marked block replaced by ``block``."""
-    start, end = doc_text.find(BEGIN), doc_text.find(END)
+    start, end = doc_text.find(begin), doc_text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"docs file lacks the {BEGIN} ... {END} markers")
-    return doc_text[:start] + block + doc_text[end + len(END) :]
+        raise ValueError(f"file lacks the {begin} ... {end_marker} markers")
+    return doc_text[:start] + block + doc_text[end + len(end_marker) :]
+
+
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def render_readme(doc: dict[str, Any]) -> str:
+    """The README's numbers: every issue limit with its measured ratio, and the setup."""
+    env = doc["environment"]
+    settings = env.get("settings", {})
+    commit = env.get("git_commit") or "uncommitted tree"
+    lines = [
+        README_BEGIN,
+        "",
+        f"One run of `python benchmarks/run.py --iters {settings.get('iters')} "
+        f"--seed {settings.get('seed')}` on {env.get('cpu_count')} CPUs, Python "
+        f"{env.get('python')}, {env.get('platform')}, commit `{commit}` "
+        f"({env.get('timestamp_utc')}). Ratios compare p50 of individual calls (or "
+        "ops/s) against the peer measured in the same run; durable is compared with "
+        "durable. Every row and its setup: [docs/benchmarks.md](docs/benchmarks.md); "
+        "where each store changes character: [docs/performance.md](docs/performance.md).",
+        "",
+    ]
+    table = [
+        [
+            str(lim["issue"]),
+            lim["claim"],
+            _ratio(lim.get("ratio")),
+            f"{lim['op']} {lim['bound']:g}",
+            {True: "holds", False: "**missed**", None: "not measured"}[lim.get("holds")],
+            f"`{lim['numerator']}` / `{lim['denominator']}`",
+        ]
+        for lim in doc["limits"]
+    ]
+    lines += _table(["issue", "claim", "ratio", "limit", "verdict", "rows"], table)
+    lines += ["", README_END]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="?", type=Path, default=HERE / "results.json")
     parser.add_argument("--doc", type=Path, default=HERE.parent / "docs" / "benchmarks.md")
+    parser.add_argument("--readme", type=Path, default=HERE.parent / "README.md")
     parser.add_argument("--check", action="store_true", help="fail if the docs are stale")
     args = parser.parse_args(argv)
-    block = render(json.loads(args.results.read_text()))
-    current = args.doc.read_text()
-    wanted = apply(current, block)
+    results = json.loads(args.results.read_text())
+    targets = [
+        (args.doc, apply(args.doc.read_text(), render(results))),
+        (
+            args.readme,
+            apply(args.readme.read_text(), render_readme(results), README_BEGIN, README_END),
+        ),
+    ]
+    stale = [path for path, wanted in targets if wanted != path.read_text()]
     if args.check:
-        if wanted != current:
+        for path in stale:
             print(
-                f"{args.doc} does not match {args.results}; run benchmarks/report.py",
-                file=sys.stderr,
+                f"{path} does not match {args.results}; run benchmarks/report.py", file=sys.stderr
             )
-            return 1
-        return 0
-    args.doc.write_text(wanted)
-    print(f"updated {args.doc}")
+        return 1 if stale else 0
+    for path, wanted in targets:
+        path.write_text(wanted)
+        print(f"updated {path}")
     return 0
 
 

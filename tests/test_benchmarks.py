@@ -55,6 +55,15 @@ def test_docs_tables_match_the_results_file() -> None:
     )
 
 
+def test_readme_numbers_match_the_results_file() -> None:
+    results = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    block = report.render_readme(results)
+    assert report.apply(readme, block, report.README_BEGIN, report.README_END) == readme, (
+        "README.md numbers differ from benchmarks/results.json; run python benchmarks/report.py"
+    )
+
+
 def test_every_limit_in_the_results_file_names_rows_that_exist() -> None:
     doc = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     for lim in doc["limits"]:
