@@ -104,9 +104,7 @@ def test_lock_free_writers_racing_folds_leave_every_view_consistent() -> None:
     threads[3].join()
 
     final = store.snapshot()
-    current = {
-        (ns, key): value for ns in store.namespaces() for key, value in store.items(ns)
-    }
+    current = {(ns, key): value for ns in store.namespaces() for key, value in store.items(ns)}
     assert sorted(current) == final.keys
     assert len(store) == len(current) == final.count
     assert final.size_bytes == sum(len(ss.dumps(v)) for v in current.values())
