@@ -62,11 +62,22 @@ class _Group:
     """Savers measured together: same stream, same thread lengths, interleaved rounds."""
 
     def __init__(
-        self, name: str, savers: dict[str, Any], fsync: dict[str, str], prefix: str = ""
+        self,
+        name: str,
+        savers: dict[str, Any],
+        fsync: dict[str, str],
+        prefix: str = "",
+        *,
+        after_fill: Callable[[], None] | None = None,
+        setup: str | None = None,
     ) -> None:
         self.name, self.savers, self.fsync = name, savers, fsync
         # Thread ids start with ``prefix`` so a shared server never mixes runs.
         self.prefix = prefix
+        # Runs once every saver's threads are filled, before any measurement
+        # (the postgres group refreshes table statistics there); ``setup``
+        # says what it did, in every row.
+        self.after_fill, self.setup = after_fill, setup
 
     def run(self, cfg: Config, res: Results, lengths: list[int], scale: int = 1) -> None:
         rng = cfg.rng(f"{self.name}.stream")
@@ -81,6 +92,8 @@ class _Group:
         for saver in self.savers.values():
             for n in lengths:
                 _fill(saver, f"{self.prefix}grow-{n}", grow, n)
+        if self.after_fill is not None:
+            self.after_fill()
         latest = [
             Op(f"{label}|{n}", lambda i, s=saver, t=f"{self.prefix}grow-{n}": s.get_tuple(_cfg(t)))
             for label, saver in self.savers.items()
@@ -135,6 +148,8 @@ class _Group:
                 "saver": label,
                 "fsync": self.fsync[label],
             }
+            if self.setup is not None:
+                meta["setup"] = self.setup
             for n in lengths:
                 res.add(
                     f"{self.name}.latest.{label}.{n}",
@@ -332,7 +347,24 @@ def section_postgres(cfg: Config, res: Results, workdir: Path) -> None:
     fsync = dict.fromkeys(savers, policy)
     lengths = [n for n in cfg.thread_lengths]
     prefix = f"run-{secrets.token_hex(4)}-"
-    _Group("postgres", savers, fsync, prefix).run(cfg, res, lengths, scale=5)
+    # PostgreSQL plans with table statistics that autovacuum refreshes only
+    # now and then; LangGraph's read queries cost several times more on
+    # unanalyzed tables, so whether they had been analyzed would decide the
+    # ratios. Analyze both savers' tables once they are filled: every row is
+    # then measured in the steady state a running server reaches.
+    # Unqualified, as PostgresSaver names them (resolved by search_path).
+    analyzed = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+    if store is not None:
+        analyzed += [f'"{schema}".{table}' for table in ("entries", "meta", "snapshots")]
+
+    def analyze() -> None:
+        for table in analyzed:
+            conn.execute(f"ANALYZE {table}")
+
+    setup = "ANALYZE on both savers' tables after filling, before measuring"
+    _Group("postgres", savers, fsync, prefix, after_fill=analyze, setup=setup).run(
+        cfg, res, lengths, scale=5
+    )
     # Leave a shared server as we found it.
     for n in [*lengths, "put"]:
         peer.delete_thread(f"{prefix}grow-{n}" if n != "put" else f"{prefix}put")

@@ -557,3 +557,49 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write(db: Path, level: str) ->
                 "pad": "x" * (last % 3000),
             }
         store.set("stream", "after", 1)  # the file is writable again
+
+
+def test_one_batch_mixes_new_keys_fresh_rows_and_rows_a_snapshot_needs(db: Path) -> None:
+    # set_many writes most rows in place and ends only the versions a
+    # snapshot still needs; one batch holding all three cases, twice the
+    # same key included, must stay atomic and keep every snapshot exact.
+    store = DiskStore(db)
+    store.set_many([("ns", "old", "v0"), ("ns", "gone", "g0")])
+    snap = store.snapshot()
+    store.set("ns", "fresh", "f0")  # written after the latest snapshot
+    store.set_many(
+        [
+            ("ns", "old", "v1"),  # current version needed by snap
+            ("ns", "fresh", "f1"),  # no snapshot needs f0: overwritten in place
+            ("ns", "new", "n1"),
+            ("ns", "old", "v2"),  # same key again in one batch: last one wins
+        ]
+    )
+    assert store.items("ns") == [("fresh", "f1"), ("gone", "g0"), ("new", "n1"), ("old", "v2")]
+    assert snap.get("ns", "old") == "v0"
+    assert snap.get("ns", "fresh") is None
+    assert scalar(db, "SELECT count(*) FROM entries WHERE ns = 'ns' AND key = 'old'") == 2
+    with pytest.raises(ss.UnsupportedTypeError):
+        store.set_many([("ns", "old", "v3"), ("ns", "new", object())])
+    assert store.get("ns", "old") == "v2"  # nothing of the failed batch landed
+    assert len(store) == 4
+    store.restore(snap)
+    assert store.items("ns") == [("gone", "g0"), ("old", "v0")]
+    store.close()
+
+
+def test_every_connection_plans_statements_independently_of_bound_values(db: Path) -> None:
+    # With STAT4 built in, a range query whose plan looked at a bound value
+    # is re-prepared on every call; the stability guarantee prevents that.
+    store = DiskStore(db)
+    seen: list[int] = []
+
+    def worker() -> None:
+        seen.append(store._conn().config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1))
+
+    worker()
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [1, 1]
+    store.close()

@@ -228,6 +228,39 @@ def test_a_schema_from_a_newer_version_is_refused_and_left_alone(
     assert _count_rows(pg_conninfo, store.schema, "entries") == 1
 
 
+def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    schema = "at_version_1"
+    ident = sql.Identifier(schema)
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+        conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
+        for statement in _pg_sql.MIGRATIONS[0]:
+            conn.execute(sql.SQL(statement).format(schema=ident))
+        conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (1,))
+    # Without setup() the store writes through version 1's functions.
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as v1:
+        v1.set_many([("ns", "a", 1), ("ns", "b", "two")])
+        snap_id = v1.snapshot().id
+        v1.set_many([("ns", "a", 10), ("ns", "c", [3])])
+    store = pg_store_factory(schema=schema)  # setup() migrates to the latest version
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_sql.SCHEMA_VERSION
+    assert store.items("ns") == [("a", 10), ("b", "two"), ("c", [3])]
+    assert len(store) == 3
+    [snap] = store.snapshots()
+    assert snap.id == snap_id
+    assert (snap.get("ns", "a"), snap.get("ns", "c")) == (1, None)
+    # The current functions on the migrated data: new, replaced and kept keys.
+    assert store.set_many([("ns", "a", 11), ("ns", "d", 4)]) == 2
+    assert store.set_many([("ns", "b", "kept"), ("ns", "e", 5)], if_absent=True) == 1
+    assert store.items("ns") == [("a", 11), ("b", "two"), ("c", [3]), ("d", 4), ("e", 5)]
+    assert len(store) == 5
+    values = (11, "two", [3], 4, 5)
+    assert store.snapshot().size_bytes == sum(len(ss.dumps(v)) for v in values)
+    assert snap.get("ns", "a") == 1
+
+
 # -- secrets ------------------------------------------------------------------------------
 
 

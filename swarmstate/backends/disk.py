@@ -200,11 +200,12 @@ class DiskStore(BaseStore):
                 self._begin_immediate(conn)
                 try:
                     result = body(conn)
+                    conn.execute("COMMIT")
                 except BaseException:
+                    # Also after a failed COMMIT: never leave the lock held.
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
-                conn.execute("COMMIT")
             except (apsw.Error, UnicodeEncodeError) as exc:
                 raise self._fail(exc, action) from exc
         return result
@@ -283,7 +284,7 @@ class DiskStore(BaseStore):
         limit: int | None = None,
     ) -> list[tuple[str, Any]]:
         rows = self._range("key, value", namespace, start, stop, reverse, limit)
-        return [(row[0], loads(row[1])) for row in rows]
+        return [(key, loads(value)) for key, value in rows]
 
     def _range(
         self,
@@ -294,8 +295,12 @@ class DiskStore(BaseStore):
         reverse: bool,
         limit: int | None,
     ) -> list[Any]:
-        check_namespace(namespace)
-        check_range_args(limit, start, stop)
+        # A str namespace is checked by the bind itself: a lone surrogate has
+        # no UTF-8 form and fails there (InvalidKeyError, via _fail).
+        if type(namespace) is not str:
+            check_namespace(namespace)
+        if not (limit is None and start is None and stop is None):
+            check_range_args(limit, start, stop)
         query = sql.RANGE_SQL[(columns, start is not None, stop is not None, bool(reverse))]
         params = (namespace, start, stop, _NO_LIMIT if limit is None else limit)
         conn = self._conn()
@@ -356,7 +361,7 @@ class DiskStore(BaseStore):
         self._write("write", lambda c: _put(c, [params]))
 
     def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
-        rows = [(ns, key, len(d), d) for ns, key, d in _encoded(check_items(items))]
+        rows = _encoded_rows(items)
         if not rows:
             return 0
         if if_absent:
@@ -533,9 +538,18 @@ class DiskStore(BaseStore):
 
 
 def _put(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
-    """Write rows, keeping any current row a snapshot still needs as a past row."""
-    conn.executemany(sql.END_OLD, [(ns, key) for ns, key, _, _ in rows])
-    conn.executemany(sql.PUT, rows)
+    """Write rows, keeping any current row a snapshot still needs as a past row.
+
+    Most rows are new keys or keys written since the latest snapshot: one
+    PUT_FAST each. Only a row whose current version a snapshot needs (PUT_FAST
+    changed nothing) pays for ending that version and inserting anew.
+    """
+    execute, changes = conn.execute, conn.changes
+    for row in rows:
+        execute(sql.PUT_FAST, row)
+        if not changes():
+            execute(sql.END_OLD, (row[0], row[1]))
+            execute(sql.PUT, row)
     return len(rows)
 
 
@@ -578,8 +592,24 @@ def _bounds(low: str, high: str | None) -> tuple[str, ...]:
     return (low,) if high is None else (low, high)
 
 
-def _encoded(batch: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, bytes]]:
-    return [(ns, key, dumps(value)) for ns, key, value in batch]
+def _encoded_rows(items: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, int, bytes]]:
+    """``(ns, key, size, bytes)`` rows of a ``set_many`` batch, every key checked first.
+
+    Same checks and order as :func:`check_items` (keys before any value is
+    encoded), with the common case (a tuple of two ASCII str) decided inline.
+    """
+    batch = items if type(items) is list else list(items)
+    for entry in batch:
+        if type(entry) is tuple and len(entry) == 3:
+            ns, key = entry[0], entry[1]
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                continue
+        check_items((entry,))  # raises, or accepts a list entry or a non-ASCII key
+    rows = []
+    for ns, key, value in batch:
+        data = dumps(value)
+        rows.append((ns, key, len(data), data))
+    return rows
 
 
 def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -8,7 +8,14 @@ from typing import Any, TypeVar, cast
 
 from swarmstate._errors import InvalidArgumentError
 
-__all__ = ["checkpoint_ns_of", "configurable", "matches", "materialize", "thread_id_of"]
+__all__ = [
+    "checkpoint_ns_of",
+    "configurable",
+    "matches",
+    "materialize",
+    "scope_of",
+    "thread_id_of",
+]
 
 _T = TypeVar("_T")
 _ABSENT = object()
@@ -60,3 +67,21 @@ def checkpoint_ns_of(conf: dict[str, Any]) -> str:
             f"checkpoint_ns must be a str, got {type(value).__name__}: {value!r}"
         )
     return value
+
+
+def scope_of(config: Any) -> tuple[dict[str, Any], str, str]:
+    """``(configurable, thread_id, checkpoint_ns)`` of a config, checked like the helpers above.
+
+    The common shape (dicts and str ids) is read with a few type checks; anything
+    else goes through :func:`configurable`, :func:`thread_id_of` and
+    :func:`checkpoint_ns_of` for conversion or a clear error.
+    """
+    if type(config) is dict:
+        conf = config.get("configurable")
+        if type(conf) is dict:
+            thread_id = conf.get("thread_id")
+            checkpoint_ns = conf.get("checkpoint_ns", "")
+            if type(thread_id) is str and type(checkpoint_ns) is str:
+                return conf, thread_id, checkpoint_ns
+    conf = configurable(config)
+    return conf, thread_id_of(conf), checkpoint_ns_of(conf)

@@ -15,6 +15,10 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
                                                O(checkpoint id) "w" F(task) idx  pending write
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns) checkpoint id
 
+A checkpoint entry is ``[type, checkpoint bytes, type, metadata bytes,
+parent id, run id]``. A checkpoint key ends in :data:`CHECKPOINT`; a write
+key ends in its index's last digit, so the last character tells them apart.
+
 A checkpoint and its pending writes share one namespace and one key prefix,
 ``O(checkpoint id)``, which sorts exactly like the checkpoint id (uuid6,
 time ordered) and is prefix-free. So in key order each checkpoint is
@@ -41,10 +45,12 @@ from typing import Final
 __all__ = [
     "CHECKPOINT",
     "CHECKPOINTS",
+    "ID_END",
     "ROOT",
     "RUNS",
     "THREADS",
     "WRITE",
+    "checkpoint_id_of",
     "checkpoint_key",
     "field",
     "group_range",
@@ -66,6 +72,8 @@ RUNS: Final = ROOT + "r"
 CHECKPOINTS: Final = "c"
 """Kind letter ending a checkpoint namespace (room for other kinds later)."""
 _END: Final = "\x01\x01"
+ID_END: Final = _END
+"""The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
 CHECKPOINT: Final = "c"
 """Suffix of a checkpoint's key after ``O(id)``."""
 WRITE: Final = "w"
@@ -141,6 +149,14 @@ def parse_entry_key(key: str) -> tuple[str, bool]:
     if "\x01" in text:
         text = text.replace("\x01\x02", "\x00").replace("\x01\x03", "\x01")
     return text, key[end + 2 :] == CHECKPOINT
+
+
+def checkpoint_id_of(key: str) -> str:
+    """The checkpoint id of a checkpoint key, without a full parse for the common ids."""
+    text = key[:-3]  # drop the terminator and CHECKPOINT
+    if "\x01" in text:
+        return parse_entry_key(key)[0]
+    return text
 
 
 def run_namespace(run_id: str) -> str:

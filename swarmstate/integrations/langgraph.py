@@ -11,7 +11,7 @@ Storage layout and key encoding live in :mod:`swarmstate.integrations._lg_keys`.
 Design points:
 
 * One store entry holds a whole checkpoint (channel values included), so a
-  put is one serializer call and one ``set_many``, and a read is one range
+  put is one serializer call and one store write, and a read is one range
   query: a checkpoint's pending writes sort right after it. The writes of
   one ``put_writes`` land in one ``set_many`` too.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
@@ -62,6 +62,14 @@ __all__ = ["SwarmStateSaver", "strict_serializer"]
 _T = TypeVar("_T")
 _PAGE_MAX = 256
 _List = list  # the class defines a method named ``list``
+
+
+_new_tuple = tuple.__new__
+
+
+def _write_order(entry: Any) -> tuple[str, str, int]:
+    """Sort key of a pending-write entry: task path, task id, index."""
+    return entry[2], entry[0], entry[1]
 
 
 def strict_serializer() -> JsonPlusSerializer:
@@ -127,9 +135,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         ``new_versions`` is not needed: the entry holds every channel value,
         so a read never has to gather blobs from older checkpoints.
         """
-        conf = C.configurable(config)
-        thread_id = C.thread_id_of(conf)
-        checkpoint_ns = C.checkpoint_ns_of(conf)
+        conf, thread_id, checkpoint_ns = C.scope_of(config)
         checkpoint_id = checkpoint["id"]
         if type(checkpoint_id) is not str or not checkpoint_id:
             raise InvalidArgumentError(
@@ -140,19 +146,28 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         run_id = stored_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
-        parent_id = conf.get("checkpoint_id") or None
-        batch: _List[tuple[str, str, Any]] = [
-            (
-                K.scope(thread_id, checkpoint_ns),
-                K.checkpoint_key(checkpoint_id),
-                [*dumps(checkpoint), *dumps(stored_metadata), parent_id, run_id],
-            )
+        namespace = K.scope(thread_id, checkpoint_ns)
+        key = K.checkpoint_key(checkpoint_id)
+        entry = [
+            *dumps(checkpoint),
+            *dumps(stored_metadata),
+            conf.get("checkpoint_id") or None,
+            run_id,
         ]
-        if run_id is not None:
-            batch.append(
-                (K.run_namespace(run_id), K.run_key(thread_id, checkpoint_ns, checkpoint_id), None)
+        if run_id is None:
+            # One entry: a single write is atomic on every store, and cheaper than a batch.
+            self.store.set(namespace, key, entry)
+        else:
+            self.store.set_many(
+                [
+                    (namespace, key, entry),
+                    (
+                        K.run_namespace(run_id),
+                        K.run_key(thread_id, checkpoint_ns, checkpoint_id),
+                        None,
+                    ),
+                ]
             )
-        self.store.set_many(batch)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -208,9 +223,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by ``config``, or the latest of its thread and namespace."""
-        conf = C.configurable(config)
-        thread_id = C.thread_id_of(conf)
-        checkpoint_ns = C.checkpoint_ns_of(conf)
+        conf, thread_id, checkpoint_ns = C.scope_of(config)
         namespace = K.scope(thread_id, checkpoint_ns)
         checkpoint_id = conf.get("checkpoint_id")
         if checkpoint_id:
@@ -222,14 +235,16 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             rows = self.store.items(namespace, start=start, stop=stop)
             if not rows or rows[0][0] != start + K.CHECKPOINT:
                 return None
-            return self._build(thread_id, checkpoint_ns, checkpoint_id, rows[0][1], rows[1:])
+            return self._build(
+                thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+            )
         latest = self.store.items(namespace, reverse=True, limit=1)
         if not latest:
             return None
-        checkpoint_id, is_checkpoint = K.parse_entry_key(latest[0][0])
-        if is_checkpoint:
+        key, entry = latest[0]
+        if key[-1] == K.CHECKPOINT:
             # Writes sort after their checkpoint: the last key being a checkpoint means none.
-            return self._build(thread_id, checkpoint_ns, checkpoint_id, latest[0][1], [])
+            return self._build(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
         for found in self._groups(namespace, None, 8):
             return self._build(thread_id, checkpoint_ns, *found)
         return None
@@ -296,22 +311,19 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         stop = K.ordered(before_id) if before_id else None
         # Without a filter the first page is exactly what the caller asked for.
         page = limit if limit is not None and not filter else 16
-        streams = [
-            self._tagged(thread_id, checkpoint_ns, stop, page)
-            for thread_id, checkpoint_ns in scopes
-        ]
-        merged: Iterable[tuple[str, str, str, Any, _List[Any]]] = (
+        streams = [self._tagged(t, n, stop, page) for t, n in scopes]
+        merged: Iterator[tuple[str, str, str, Any, _List[Any]]] = (
             streams[0]
             if len(streams) == 1
             else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
         )
         remaining = limit
-        loads = self.serde.loads_typed
+        build = self._build
         for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
-            metadata = loads((entry[2], entry[3]))
-            if filter and not C.matches(metadata, filter):
+            found = build(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
+            if found is None:
                 continue
-            yield self._build(thread_id, checkpoint_ns, checkpoint_id, entry, writes, metadata)
+            yield found
             if remaining is not None:
                 remaining -= 1
                 if remaining <= 0:
@@ -337,27 +349,35 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def _groups(
         self, namespace: str, stop: str | None, page: int
     ) -> Iterator[tuple[str, Any, _List[Any]]]:
-        """``(checkpoint_id, entry, write rows)`` newest first, a page of keys at a time.
+        """``(checkpoint_id, entry, write entries)`` newest first, a page of keys at a time.
 
         A reverse scan meets a checkpoint's writes just before the checkpoint,
-        so a group is complete when its checkpoint arrives. Writes whose
-        checkpoint does not exist are skipped.
+        so a group is complete when its checkpoint arrives: a write belongs to
+        it when their keys share the ``O(id)`` head. Writes whose checkpoint
+        does not exist are skipped.
         """
         page = max(1, page)
         items = self.store.items
+        id_of = K.checkpoint_id_of
+        end = K.ID_END
         writes: _List[Any] = []
-        writes_of: str | None = None
+        writes_head: str | None = None
         while True:
             rows = items(namespace, stop=stop, reverse=True, limit=page)
             for key, value in rows:
-                checkpoint_id, is_checkpoint = K.parse_entry_key(key)
-                if is_checkpoint:
-                    yield checkpoint_id, value, writes if writes_of == checkpoint_id else []
-                    writes, writes_of = [], None
-                elif writes_of == checkpoint_id:
-                    writes.append((key, value))
+                if key[-1] == "c":
+                    yield (
+                        id_of(key),
+                        value,
+                        writes if writes_head == key[:-1] else [],
+                    )
+                    writes, writes_head = [], None
                 else:
-                    writes, writes_of = [(key, value)], checkpoint_id
+                    head = key[: key.index(end) + 2]
+                    if head == writes_head:
+                        writes.append(value)
+                    else:
+                        writes, writes_head = [value], head
             if len(rows) < page:
                 return
             stop = rows[-1][0]
@@ -370,31 +390,37 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         checkpoint_id: str,
         entry: Any,
         writes: _List[Any],
-        metadata: Any = None,
-    ) -> CheckpointTuple:
-        """Decode a stored checkpoint entry and its pending-write rows."""
+        filter: dict[str, Any] | None = None,
+    ) -> CheckpointTuple | None:
+        """Decode a stored checkpoint entry and its pending-write entries.
+
+        With a ``filter``, the metadata is decoded first and None is returned
+        when it does not match, so skipped checkpoints cost no checkpoint decode.
+        """
         loads = self.serde.loads_typed
+        metadata = loads((entry[2], entry[3]))
+        if filter and not C.matches(metadata, filter):
+            return None
         checkpoint = loads((entry[0], entry[1]))
-        if metadata is None:
-            metadata = loads((entry[2], entry[3]))
         pending: _List[PendingWrite] = []
         if writes:
-            values = [w for _, w in writes]
             # The runtime's order: task path, then task id, then index.
-            values.sort(key=lambda w: (w[2], w[0], w[1]))
-            pending = [(w[0], w[3], loads((w[4], w[5]))) for w in values]
+            writes.sort(key=_write_order)
+            pending = [(w[0], w[3], loads((w[4], w[5]))) for w in writes]
         parent_id = entry[4]
-        return CheckpointTuple(
-            config={
-                "configurable": {
-                    "thread_id": thread_id,
-                    "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": checkpoint_id,
-                }
-            },
-            checkpoint=checkpoint,
-            metadata=metadata,
-            parent_config=(
+        # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
+        return _new_tuple(
+            CheckpointTuple,
+            (
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": checkpoint_ns,
+                        "checkpoint_id": checkpoint_id,
+                    }
+                },
+                checkpoint,
+                metadata,
                 {
                     "configurable": {
                         "thread_id": thread_id,
@@ -403,9 +429,9 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                     }
                 }
                 if parent_id
-                else None
+                else None,
+                pending,
             ),
-            pending_writes=pending,
         )
 
     # -- thread operations ----------------------------------------------

@@ -426,6 +426,49 @@ def test_store_snapshot_and_restore_roll_every_thread_back(saver: SwarmStateSave
     assert graph.get_state(cfg("two")).values == {}
 
 
+def test_checkpoint_ids_with_escaped_characters_read_back_exactly(
+    saver: SwarmStateSaver,
+) -> None:
+    """Ids holding the key encoding's escape characters take the full parse."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    ids = ["1-plain", "2-\x01", "3-\x00\x01\x02", "4-\x01\x01c"]
+    parent: str | None = None
+    for checkpoint_id in ids:
+        checkpoint = {**empty_checkpoint(), "id": checkpoint_id}
+        config = cfg("esc", checkpoint_ns="", **({"checkpoint_id": parent} if parent else {}))
+        saver.put(config, checkpoint, {"step": 0}, {})
+        parent = checkpoint_id
+    saver.put_writes(cfg("esc", checkpoint_ns="", checkpoint_id=ids[-1]), [("x", 1)], "task")
+    latest = saver.get_tuple(cfg("esc"))
+    assert latest is not None
+    assert latest.config["configurable"]["checkpoint_id"] == ids[-1]
+    assert latest.pending_writes == [("task", "x", 1)]
+    assert [t.checkpoint["id"] for t in saver.list(cfg("esc"))] == ids[::-1]
+    assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg("esc"))] == ids[::-1]
+    listed = saver.list(cfg("esc"), before=cfg("esc", checkpoint_id=ids[-1]), limit=1)
+    assert [t.config["configurable"]["checkpoint_id"] for t in listed] == [ids[-2]]
+    for checkpoint_id in ids:
+        found = saver.get_tuple(cfg("esc", checkpoint_id=checkpoint_id))
+        assert found is not None
+        assert found.config["configurable"]["checkpoint_id"] == checkpoint_id
+
+
+def test_int_thread_ids_and_missing_namespace_take_the_checked_path(
+    saver: SwarmStateSaver,
+) -> None:
+    chain_graph(saver).invoke({"steps": []}, {"configurable": {"thread_id": 7}})
+    by_int = saver.get_tuple({"configurable": {"thread_id": 7, "checkpoint_ns": None}})
+    by_str = saver.get_tuple(cfg("7"))
+    assert by_int is not None
+    assert by_int == by_str
+    assert by_int.config["configurable"]["thread_id"] == "7"
+    with pytest.raises(ss.InvalidArgumentError, match="thread_id"):
+        saver.get_tuple({"configurable": {"thread_id": 7.5}})
+    with pytest.raises(ss.InvalidArgumentError, match="checkpoint_ns"):
+        saver.get_tuple({"configurable": {"thread_id": "7", "checkpoint_ns": 3}})
+
+
 # -- safe deserialization ---------------------------------------------------
 
 
