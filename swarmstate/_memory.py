@@ -147,10 +147,10 @@ class Store(BaseStore):
         reverse: bool = False,
         limit: int | None = None,
     ) -> list[str]:
-        check_namespace(namespace)
-        check_range_args(limit, start, stop)
+        _check_range(namespace, start, stop, limit)
         with self._lock:
-            self._fold()
+            if self._dirty:
+                self._fold()
             found = self._keys.get(namespace)
             return [] if found is None else found.range(start, stop, reverse, limit)
 
@@ -163,18 +163,23 @@ class Store(BaseStore):
         reverse: bool = False,
         limit: int | None = None,
     ) -> list[tuple[str, Any]]:
-        check_namespace(namespace)
-        check_range_args(limit, start, stop)
+        _check_range(namespace, start, stop, limit)
         with self._lock:
-            self._fold()
+            if self._dirty:
+                self._fold()
             found = self._keys.get(namespace)
             if found is None:
                 return []
+            keys = found.range(start, stop, reverse, limit)
             flat = self._flat
-            raw = [
-                (key, flat[(namespace, key)]) for key in found.range(start, stop, reverse, limit)
-            ]
-        return [(key, loads(data)) for key, data in raw]
+            if len(keys) == 1:  # "latest": skip the comprehensions' frames
+                key = keys[0]
+                data = flat[(namespace, key)]
+            else:
+                raw = [flat[(namespace, key)] for key in keys]
+        if len(keys) == 1:
+            return [(key, loads(data))]
+        return [(key, loads(data)) for key, data in zip(keys, raw, strict=True)]
 
     def namespaces(self, prefix: str | None = None) -> list[str]:
         if prefix is not None:
@@ -212,7 +217,14 @@ class Store(BaseStore):
         self._dirty[k] = None
 
     def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
-        encoded = [((ns, key), dumps(value)) for ns, key, value in check_items(items)]
+        encoded: list[tuple[_Key, bytes]] = []
+        for entry in items:  # every key checked, every value encoded, before any write
+            if type(entry) is not tuple or len(entry) != 3:
+                entry = check_items([entry])[0]
+            ns, key, value = entry
+            if type(ns) is not str or type(key) is not str or not (ns.isascii() and key.isascii()):
+                check_key(ns, key)
+            encoded.append(((ns, key), dumps(value)))
         written = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
@@ -466,6 +478,15 @@ class Store(BaseStore):
 
     def __repr__(self) -> str:
         return f"Store(entries={len(self)}, snapshots={len(self._history)})"
+
+
+def _check_range(namespace: str, start: str | None, stop: str | None, limit: int | None) -> None:
+    """The argument checks of keys()/items(), with the common shapes decided inline."""
+    if type(namespace) is not str or not namespace.isascii():
+        check_namespace(namespace)
+    plain_limit = limit is None or (type(limit) is int and limit >= 0)
+    if start is not None or stop is not None or not plain_limit:
+        check_range_args(limit, start, stop)
 
 
 def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[_Key]:
