@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import fnmatch
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +66,60 @@ def test_readme_numbers_match_the_results_file() -> None:
     assert report.apply(readme, block, report.README_BEGIN, report.README_END) == readme, (
         "README.md numbers differ from benchmarks/results.json; run python benchmarks/report.py"
     )
+
+
+def _results() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    return doc
+
+
+def test_figures_quoted_by_the_other_docs_match_the_results_file() -> None:
+    stale = [
+        path.name
+        for path, wanted in report.render_docs(_results(), ROOT / "docs").items()
+        if wanted != path.read_text()
+    ]
+    assert not stale, f"{stale} differ from results.json; run python benchmarks/report.py"
+
+
+def test_a_changed_result_makes_the_docs_stale() -> None:
+    """The comparison above can fail: one cited row moving changes a generated block."""
+    doc = _results()
+    moved = copy.deepcopy(doc)
+    moved["rows"]["disk.restore.100.100000"]["p50"] *= 1.5
+    before = report.render_docs(doc, ROOT / "docs")
+    after = report.render_docs(moved, ROOT / "docs")
+    assert [p.name for p in before if before[p] != after[p]] == ["performance.md", "disk.md"]
+
+
+def test_every_block_cites_rows_that_exist() -> None:
+    doc = _results()
+    for name in report.BLOCKS:
+        block = report.render_block(doc, name)
+        assert "not measured" not in block, f"block {name} cites a row the results file lacks"
+
+
+ROW_ID = re.compile(r"`((?:core|disk|durable|memory|postgres)\.[^`]+)`")
+
+
+def test_every_row_id_cited_in_the_docs_exists() -> None:
+    rows = set(_results()["rows"])
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for cited in ROW_ID.findall(path.read_text()):
+            assert fnmatch.filter(rows, cited), f"{path.name} cites `{cited}`: no such row"
+
+
+# A figure with a unit, or a ratio like "1.2x": only generated blocks may hold one.
+FIGURE = re.compile(r"\d[\d,.]*\s?(?:µs|us|ms|ops/s|writes/s|%)|\b\d+(?:\.\d+)?x\b")
+BLOCK = re.compile(r"<!-- results:(?:[\w.]+:)?begin -->.*?<!-- results:(?:[\w.]+:)?end -->", re.S)
+
+
+@pytest.mark.parametrize(
+    "name", ["benchmarks.md", "performance.md", "disk.md", "postgres.md", "langgraph.md"]
+)
+def test_docs_quote_no_figures_outside_generated_blocks(name: str) -> None:
+    prose = BLOCK.sub("", (ROOT / "docs" / name).read_text())
+    assert not FIGURE.findall(prose), f"hand-typed figures in docs/{name}: {FIGURE.findall(prose)}"
 
 
 def test_every_limit_in_the_results_file_names_rows_that_exist() -> None:

@@ -448,6 +448,10 @@ class PostgresStore(BaseStore):
 
     # -- writes ----------------------------------------------------------
 
+    def set(self, namespace: str, key: str, value: Any) -> None:
+        check_key(namespace, key)
+        self._fetch("PUT_ONE", (_enc(namespace), _enc(key), dumps(value)))
+
     def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
         batch = check_items(items)
         encoded: dict[tuple[bytes, bytes], bytes] = {}
