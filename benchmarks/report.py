@@ -570,6 +570,36 @@ def _postgres(doc: dict[str, Any]) -> list[str]:
     )
 
 
+def _architecture(doc: dict[str, Any]) -> list[str]:
+    return _figures(
+        doc,
+        [
+            Fig("`Snapshot.diff`, 1 change in 10,000 entries", "design.diff1.trie.10000"),
+            Fig("pyrsistent `PMap ==`, same two versions", "design.diff1.pmap_eq.10000"),
+            Ratio("… PMap / trie", "design.diff1.pmap_eq.10000", "design.diff1.trie.10000"),
+            Fig("pyrsistent `PVector.set`, 32 slots", "design.node.pvector_set.32"),
+            Fig("copy a 32-slot list, set one slot", "design.node.list_copy.32"),
+            Fig("writes, one shared lock, 1 thread", "design.threads.lock.1", "median"),
+            Ratio(
+                "… 4 threads / 1 thread", "design.threads.lock.4", "design.threads.lock.1", "median"
+            ),
+            Fig("writes, no lock, 1 thread", "design.threads.nolock.1", "median"),
+            Ratio(
+                "… 4 threads / 1 thread",
+                "design.threads.nolock.4",
+                "design.threads.nolock.1",
+                "median",
+            ),
+            Ratio(
+                "`Store` set+get, 4 threads / 1 thread",
+                "core.threads.4",
+                "core.threads.1",
+                "median",
+            ),
+        ],
+    )
+
+
 # name -> (file under docs/, what goes between its markers)
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "performance.store": ("performance.md", _perf_store),
@@ -581,6 +611,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "disk.costs": ("disk.md", _disk_costs),
     "postgres.costs": ("postgres.md", _postgres),
     "langgraph.costs": ("langgraph.md", _langgraph),
+    "architecture.design": ("architecture.md", _architecture),
 }
 
 

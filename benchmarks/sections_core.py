@@ -273,6 +273,112 @@ def _threads(cfg: Config, res: Results) -> None:
     )
 
 
+class _DirtyMarks:
+    """The minimal shape of the in-memory write path: a dict of bytes plus dirty marks.
+
+    With ``lock`` each write takes one shared lock for its two assignments (what a
+    lock around the publish step costs); without, it relies on each assignment
+    being atomic, as ``Store.set`` does.
+    """
+
+    def __init__(self, lock: bool) -> None:
+        self.flat: dict[tuple[str, str], bytes] = {}
+        self.dirty: dict[tuple[str, str], None] = {}
+        self.lock = threading.Lock() if lock else None
+
+    def set(self, ns: str, key: str, value: Any) -> None:
+        data, k = ss.dumps(value), (ns, key)
+        if self.lock is None:
+            self.flat[k] = data
+            self.dirty[k] = None
+            return
+        with self.lock:
+            self.flat[k] = data
+            self.dirty[k] = None
+
+    def get(self, ns: str, key: str) -> Any:
+        return ss.loads(self.flat[(ns, key)])
+
+
+def _design(cfg: Config, res: Results) -> None:
+    """The measurements docs/architecture.md gives as reasons for the design."""
+    rng = cfg.rng("core.design")
+    entries = gen_entries(rng, 100, 100)
+    store = ss.Store()
+    store.set_many(entries)
+    base = store.snapshot()
+    ns, key, _ = entries[len(entries) // 2]
+    store.set(ns, key, {"changed": True})
+    later = store.snapshot()
+    ops = [Op("trie", lambda i: later.diff(base))]
+    try:
+        import pyrsistent
+    except ImportError:  # the bench extra installs it; without it the row is skipped
+        pyrsistent = None
+    if pyrsistent is not None:
+        before = pyrsistent.pmap({(n, k): ss.dumps(v) for n, k, v in entries})
+        after = before.set((ns, key), ss.dumps({"changed": True}))
+        slots = pyrsistent.pvector(range(32))
+        ops.append(Op("pmap", lambda i: before == after))
+        ops.append(Op("pvector", lambda i: slots.set(5, i)))
+    plain = list(range(32))
+
+    def list_copy(i: int) -> object:
+        copy_ = list(plain)
+        copy_[5] = i
+        return copy_
+
+    ops.append(Op("list", list_copy))
+    samples = interleave(ops, calls=max(50, cfg.iters // 10), rounds=cfg.rounds, warmup=5)
+    rows = {
+        "trie": ("design.diff1.trie.10000", "Snapshot.diff, 1 change in 10,000 entries"),
+        "pmap": ("design.diff1.pmap_eq.10000", "pyrsistent PMap ==, 1 change in 10,000"),
+        "pvector": ("design.node.pvector_set.32", "pyrsistent PVector.set on 32 slots"),
+        "list": ("design.node.list_copy.32", "copy a 32-slot list and set one slot"),
+    }
+    for name, (row, subject) in rows.items():
+        if name in samples:
+            res.add(row, latency_stats(samples[name]), section="core", group="design",
+                    subject=subject)  # fmt: skip
+
+    per_thread = max(5_000, cfg.throughput_entries)  # long enough for GIL switches to matter
+    lanes = [gen_entries(rng, 1, per_thread) for _ in range(4)]
+
+    def make(lock: bool, threads: int) -> Any:
+        def run(_: int) -> int:
+            marks = _DirtyMarks(lock)
+            gate = threading.Barrier(threads + 1)
+
+            def body(chunk: list[tuple[str, str, Any]]) -> None:
+                gate.wait()
+                for n, k, v in chunk:
+                    marks.set(n, k, v)
+                    marks.get(n, k)
+
+            workers = [threading.Thread(target=body, args=(lanes[t],)) for t in range(threads)]
+            for w in workers:
+                w.start()
+            gate.wait()
+            for w in workers:
+                w.join()
+            return per_thread * threads
+
+        return run
+
+    runs = {f"{kind}.{t}": make(kind == "lock", t) for kind in ("lock", "nolock") for t in (1, 4)}
+    got = throughput(runs, rounds=cfg.rounds)
+    for name, figures in got.items():
+        kind, threads = name.split(".")
+        res.add(
+            f"design.threads.{kind}.{threads}",
+            figures,
+            section="core",
+            group="design",
+            subject=f"dict+dirty-mark writes, {'one shared lock' if kind == 'lock' else 'no lock'}",
+            param=int(threads),
+        )
+
+
 def section_core(cfg: Config, res: Results, workdir: Path) -> None:
     """Snapshot, diff, throughput, threads and set_many of the in-memory Store."""
     del workdir  # in memory only
@@ -282,3 +388,4 @@ def section_core(cfg: Config, res: Results, workdir: Path) -> None:
     gc.collect()
     _throughput(cfg, res)
     _threads(cfg, res)
+    _design(cfg, res)

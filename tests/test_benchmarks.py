@@ -115,7 +115,15 @@ BLOCK = re.compile(r"<!-- results:(?:[\w.]+:)?begin -->.*?<!-- results:(?:[\w.]+
 
 
 @pytest.mark.parametrize(
-    "name", ["benchmarks.md", "performance.md", "disk.md", "postgres.md", "langgraph.md"]
+    "name",
+    [
+        "benchmarks.md",
+        "performance.md",
+        "disk.md",
+        "postgres.md",
+        "langgraph.md",
+        "architecture.md",
+    ],
 )
 def test_docs_quote_no_figures_outside_generated_blocks(name: str) -> None:
     prose = BLOCK.sub("", (ROOT / "docs" / name).read_text())
