@@ -261,6 +261,26 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
     assert snap.get("ns", "a") == 1
 
 
+def test_large_values_are_compressed_with_lz4_where_the_server_has_it(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    store = pg_store_factory()
+    value = "swarm state " * 4_000  # compressible, well past the out-of-line threshold
+    store.set("ns", "big", value)
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:
+        try:
+            conn.execute("SET default_toast_compression = lz4")
+            has_lz4 = True
+        except psycopg.Error:  # before 14, or built without lz4: pglz stays
+            has_lz4 = False
+        query = sql.SQL("SELECT pg_column_compression(value) FROM {}.entries").format(
+            sql.Identifier(store.schema)
+        )
+        row = conn.execute(query).fetchone()
+    assert row == ("lz4" if has_lz4 else "pglz",)
+    assert store.get("ns", "big") == value
+
+
 # -- secrets ------------------------------------------------------------------------------
 
 
