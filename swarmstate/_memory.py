@@ -28,10 +28,9 @@ diff to bring the current-state views in line, so it costs the change too.
 Concurrency. ``set``, ``get`` and ``contains`` take no lock: each is one or
 two atomic dict operations, and the fold reads values from the dict (the
 source of truth) after unmarking a key, so a racing writer is either folded
-or stays marked, never lost. Everything else takes one lock. Measured here,
-taking a shared lock on every write collapsed throughput about 4x under four
-threads (the GIL switches inside the critical section); with lock-free writes
-four threads keep about 0.9x of one thread's throughput.
+or stays marked, never lost. Everything else takes one lock. A shared lock on
+every write costs time even uncontended and risks a GIL convoy under threads;
+docs/architecture.md has the measurements (the ``design.threads.*`` rows).
 """
 
 from __future__ import annotations
