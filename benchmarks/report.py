@@ -403,7 +403,9 @@ _DECODE = (
     "same checkpoints the peer decodes, not the store's read"
 )
 WHY_MISSED = {
-    f"memory.put.{_STORE}": _SECOND_ROW,
+    f"memory.put.{_STORE}": "the store keeps every value as its own msgpack document, so "
+    "the serializer's bytes for the whole checkpoint are copied once more on the way in "
+    "(the peer keeps them as they are); and " + _SECOND_ROW,
     f"durable.put.{_DISK}": _SECOND_ROW + "; at NORMAL the commit is cheap enough for it to show",
     f"durable.put.{_DISK_FULL}": _SECOND_ROW,
     f"postgres.put.{_PG}": _SECOND_ROW,
