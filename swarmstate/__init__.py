@@ -1,7 +1,7 @@
 """swarmstate: state and checkpointing for agent systems.
 
-State keyed by ``(namespace, key)`` with O(1) snapshots, restore and diffs
-that cost the change, on memory, one SQLite file, or PostgreSQL; and a
+State keyed by ``(namespace, key)`` with snapshots that copy nothing, and
+restore and diffs that cost the change, on memory, one SQLite file, or PostgreSQL; and a
 LangGraph checkpointer over any of them.
 """
 

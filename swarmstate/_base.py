@@ -80,7 +80,9 @@ class Diff(TypedDict):
 class Snapshot:
     """An immutable view of a store at one moment.
 
-    Taking one is O(1) on every backend; reading it goes through the store
+    Taking one copies no data on any backend: it costs at most the writes
+    since the previous snapshot, never the size of the state. Reading it goes
+    through the store
     that took it. Two snapshots compare equal when they are the same snapshot
     of the same store.
 
@@ -275,7 +277,7 @@ class BaseStore(abc.ABC):
 
     @abc.abstractmethod
     def snapshot(self) -> Snapshot:
-        """Record the current state; O(1), copies no data."""
+        """Record the current state without copying it; costs the writes since the last one."""
 
     @abc.abstractmethod
     def restore(self, snapshot: Snapshot) -> None:

@@ -73,7 +73,7 @@ _CHAIN_KEYS_MAX = 4096
 
 
 class Store(BaseStore):
-    """In-memory state keyed by ``(namespace, key)`` with O(1) snapshots.
+    """In-memory state keyed by ``(namespace, key)`` with snapshots that copy nothing.
 
     Args:
         max_history: How many snapshots to retain (oldest evicted first);
