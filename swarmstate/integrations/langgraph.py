@@ -32,7 +32,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
-from swarmstate._errors import InvalidArgumentError, MissingDependencyError
+from swarmstate._errors import (
+    InvalidArgumentError,
+    MissingDependencyError,
+    UnsupportedTypeError,
+    ValueOutOfRangeError,
+)
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
@@ -148,26 +153,16 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             run_id = None
         namespace = K.scope(thread_id, checkpoint_ns)
         key = K.checkpoint_key(checkpoint_id)
-        entry = [
-            *dumps(checkpoint),
-            *dumps(stored_metadata),
-            conf.get("checkpoint_id") or None,
-            run_id,
-        ]
-        if run_id is None:
-            # One entry: a single write is atomic on every store, and cheaper than a batch.
-            self.store.set(namespace, key, entry)
-        else:
-            self.store.set_many(
-                [
-                    (namespace, key, entry),
-                    (
-                        K.run_namespace(run_id),
-                        K.run_key(thread_id, checkpoint_ns, checkpoint_id),
-                        None,
-                    ),
-                ]
-            )
+        # Metadata is usually plain data: store it as it is (no serializer pass on
+        # either side). When the store's codec refuses it (a datetime, an enum...),
+        # it goes through the serializer instead, tagged with its type.
+        parent_id = conf.get("checkpoint_id") or None
+        entry = [*dumps(checkpoint), None, stored_metadata, parent_id, run_id]
+        try:
+            self._put_entry(namespace, key, entry, thread_id, checkpoint_ns, checkpoint_id)
+        except (UnsupportedTypeError, ValueOutOfRangeError):
+            entry[2:4] = dumps(stored_metadata)
+            self._put_entry(namespace, key, entry, thread_id, checkpoint_ns, checkpoint_id)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -175,6 +170,31 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint_id,
             }
         }
+
+    def _put_entry(
+        self,
+        namespace: str,
+        key: str,
+        entry: _List[Any],
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+    ) -> None:
+        run_id = entry[5]
+        if run_id is None:
+            # One entry: a single write is atomic on every store, and cheaper than a batch.
+            self.store.set(namespace, key, entry)
+            return
+        self.store.set_many(
+            [
+                (namespace, key, entry),
+                (
+                    K.run_namespace(run_id),
+                    K.run_key(thread_id, checkpoint_ns, checkpoint_id),
+                    None,
+                ),
+            ]
+        )
 
     def put_writes(
         self,
@@ -398,7 +418,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         when it does not match, so skipped checkpoints cost no checkpoint decode.
         """
         loads = self.serde.loads_typed
-        metadata = loads((entry[2], entry[3]))
+        metadata = entry[3] if entry[2] is None else loads((entry[2], entry[3]))
         if filter and not C.matches(metadata, filter):
             return None
         checkpoint = loads((entry[0], entry[1]))

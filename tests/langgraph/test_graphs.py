@@ -454,6 +454,37 @@ def test_checkpoint_ids_with_escaped_characters_read_back_exactly(
         assert found.config["configurable"]["checkpoint_id"] == checkpoint_id
 
 
+def test_metadata_round_trips_whether_plain_or_needing_the_serializer(
+    saver: SwarmStateSaver,
+) -> None:
+    """Plain metadata is stored as it is; a datetime or an enum goes through serde."""
+    import datetime
+    import enum
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    class Mood(enum.Enum):
+        GOOD = "good"
+
+    plain = {"step": 1, "source": "loop", "tags": ["a", "b"], "nested": {"x": 1.5}}
+    rich = {"step": 2, "when": datetime.datetime(2026, 1, 2, 3, 4, 5), "mood": Mood.GOOD}
+    saver.put(cfg("meta", checkpoint_ns=""), {**empty_checkpoint(), "id": "1"}, plain, {})
+    saver.put(
+        cfg("meta", checkpoint_ns="", checkpoint_id="1"),
+        {**empty_checkpoint(), "id": "2"},
+        rich,
+        {},
+    )
+    first = saver.get_tuple(cfg("meta", checkpoint_id="1"))
+    second = saver.get_tuple(cfg("meta", checkpoint_id="2"))
+    assert first is not None
+    assert second is not None
+    assert {k: first.metadata[k] for k in plain} == plain  # type: ignore[literal-required]
+    assert second.metadata["when"] == rich["when"]  # type: ignore[typeddict-item]
+    assert second.metadata["mood"] in (Mood.GOOD, "good")  # type: ignore[typeddict-item]
+    assert [t.metadata["step"] for t in saver.list(cfg("meta"), filter={"step": 2})] == [2]
+
+
 def test_int_thread_ids_and_missing_namespace_take_the_checked_path(
     saver: SwarmStateSaver,
 ) -> None:
