@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from swarmstate import _bench
+from swarmstate._errors import SwarmStateError
 from swarmstate._memory import Store
 
 __all__ = ["main"]
@@ -337,5 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``swarmstate`` console script."""
     args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except SwarmStateError as exc:  # a bad file or setting: say so, without a traceback
+        print(f"swarmstate {args.command}: {exc}", file=sys.stderr)
+        return 1
     return result

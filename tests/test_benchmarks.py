@@ -184,3 +184,37 @@ def test_swarmstate_benchmark_writes_every_section_with_the_environment(tmp_path
     assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"])
     assert doc["footprint"]["max_rss_mb"] > 0
     assert doc["skipped"] == {}
+
+
+def test_inspect_reports_a_foreign_file_without_a_traceback(tmp_path: Path) -> None:
+    foreign = tmp_path / "notes.db"
+    foreign.write_text("not a database\n")
+    before = foreign.read_bytes()
+    out = subprocess.run(
+        [sys.executable, "-m", "swarmstate", "inspect", str(foreign)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 1
+    assert "is not a SQLite database" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert foreign.read_bytes() == before
+
+
+def test_inspect_lists_namespaces_and_snapshots_of_a_disk_store(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    path = tmp_path / "state.db"
+    with DiskStore(path) as store:
+        store.set_many([("a", "x", 1), ("a", "y", 2), ("b", "z", 3)])
+        store.snapshot()
+    out = subprocess.run(
+        [sys.executable, "-m", "swarmstate", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "3 entries in 2 namespaces" in out.stdout
+    assert "'a': 2" in out.stdout
+    assert "1 snapshot(s)" in out.stdout
