@@ -26,7 +26,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS, default=False)
 def matrix(session: nox.Session) -> None:
-    """Run the test suite on every supported Python."""
+    """Run the test suite on every supported Python (each python3.X must be on PATH)."""
     install_test_tooling(session)
     session.run("pytest", *session.posargs)
 
