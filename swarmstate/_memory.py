@@ -115,10 +115,9 @@ class Store(BaseStore):
 
     # -- reads -----------------------------------------------------------
 
-    def _get_or_missing(self, namespace: str, key: str) -> Any:
+    def contains(self, namespace: str, key: str) -> bool:
         check_key(namespace, key)
-        data = self._flat.get((namespace, key), MISSING)
-        return MISSING if data is MISSING else loads(data)
+        return (namespace, key) in self._flat  # no decode just to say "present"
 
     def get(self, namespace: str, key: str, default: Any = None) -> Any:
         if (

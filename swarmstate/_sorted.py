@@ -30,11 +30,11 @@ class SortedKeys:
 
     __slots__ = ("_chunks", "_len", "_maxes", "_pending")
 
-    def __init__(self, keys: Iterator[str] | None = None) -> None:
+    def __init__(self) -> None:
         self._chunks: list[list[str]] = []
         self._maxes: list[str] = []
-        self._pending: set[str] = set(keys) if keys is not None else set()
-        self._len = len(self._pending)
+        self._pending: set[str] = set()
+        self._len = 0
 
     def __len__(self) -> int:
         return self._len

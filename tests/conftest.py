@@ -12,8 +12,7 @@ import pytest
 import swarmstate as ss
 
 sys.path.append(str(Path(__file__).parent))
-if (Path(__file__).parent / "pgserver.py").exists():  # written alongside PostgresStore
-    pytest_plugins = ["pgserver"]
+pytest_plugins = ["pgserver"]  # the throwaway PostgreSQL cluster
 
 BACKENDS = ["memory", "disk", "postgres"]
 
