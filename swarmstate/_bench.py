@@ -194,6 +194,7 @@ def _writer_main(
     from swarmstate.backends.disk import DiskStore
 
     errors = 0
+    first_error = ""
     start = end = 0.0
     opened = False
     try:
@@ -206,16 +207,17 @@ def _writer_main(
         for i in range(writes):
             try:
                 store.set(namespace, f"k{i:08d}", value)
-            except Exception:
+            except Exception as exc:
                 errors += 1
+                first_error = first_error or f"write {i}: {exc!r}"
         end = time.monotonic()
         store.close()
     except Exception as exc:  # reported, so the parent can say what went wrong
         if not opened:
             ready.put(worker)  # do not keep the parent waiting for a writer that failed
-        results.put((worker, 0.0, 0.0, writes, repr(exc)))
+        results.put((worker, None, None, writes, repr(exc)))
         return
-    results.put((worker, start, end, errors, ""))
+    results.put((worker, start, end, errors, first_error))
 
 
 def parallel_writers(
@@ -249,8 +251,8 @@ def parallel_writers(
     for proc in procs:
         proc.join(timeout=60)
     failures = [msg for *_, msg in outcome if msg]
-    starts = [o[1] for o in outcome if not o[4]]
-    ends = [o[2] for o in outcome if not o[4]]
+    starts = [o[1] for o in outcome if o[1] is not None]  # None: the writer never ran
+    ends = [o[2] for o in outcome if o[2] is not None]
     errors = sum(o[3] for o in outcome)
     wall = (max(ends) - min(starts)) if starts else float("nan")
     total = writes * processes - errors

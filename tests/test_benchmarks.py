@@ -181,7 +181,7 @@ def test_swarmstate_benchmark_writes_every_section_with_the_environment(tmp_path
         assert row["set"]["p50"] > 0
         assert row["get"]["n"] > 0
     assert [w["processes"] for w in doc["writers"]] == [1, 2]
-    assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"])
+    assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"]), doc["writers"]
     assert doc["footprint"]["max_rss_mb"] > 0
     assert doc["skipped"] == {}
 

@@ -502,6 +502,42 @@ def test_four_spawned_processes_write_one_file(db: Path) -> None:
     assert scalar(db, "PRAGMA integrity_check") == "ok"
 
 
+def _racing_opener(directory: str, worker: int, files: int, start: Any, errors: Any) -> None:
+    """Open each new file at the same moment as the other workers; report failures."""
+    for n in range(files):
+        start.wait()
+        try:
+            with DiskStore(os.path.join(directory, f"race-{n}.db")) as store:
+                store.set("opened", f"w{worker}", n)
+        except Exception as exc:  # sent to the parent, which fails the test with it
+            errors.put(f"worker {worker}, file {n}: {exc!r}")
+
+
+@pytest.mark.slow
+def test_processes_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> None:
+    # The first opener switches the file to WAL and creates the schema while
+    # the others read it: none may fail or see a half-made store.
+    files, workers = 20, 4
+    context = multiprocessing.get_context("spawn")
+    start, errors = context.Barrier(workers), context.Queue()
+    procs = [
+        context.Process(target=_racing_opener, args=(str(tmp_path), w, files, start, errors))
+        for w in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert failures == []
+    assert [p.exitcode for p in procs] == [0] * workers
+    for n in range(files):
+        with DiskStore(tmp_path / f"race-{n}.db") as store:
+            assert store.items("opened") == [(f"w{w}", n) for w in range(workers)]
+
+
 _KILLED_WRITER = """
 import os, sys
 from swarmstate.backends.disk import DiskStore

@@ -407,11 +407,18 @@ def check_header(path: str) -> None:
 def identify(conn: apsw.Connection, path: str) -> None:
     """Refuse a SQLite file made by something else, or by a newer swarmstate.
 
-    Runs only reads, so a refused file is left exactly as it was.
+    Runs only reads, so a refused file is left exactly as it was. The three
+    facts come from one statement, so one read transaction: read apart, a
+    concurrent opener's setup could commit between them (tables seen, not
+    yet the application id).
     """
-    application_id = _scalar(conn, "PRAGMA application_id")
-    version = _scalar(conn, "PRAGMA user_version")
-    tables = _scalar(conn, "SELECT count(*) FROM sqlite_schema")
+    row = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id), "
+        "(SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_schema)"
+    ).fetchone()
+    assert row is not None  # a SELECT without FROM always yields one row
+    application_id, version, tables = row
     if application_id == 0 and tables == 0:
         return  # a new, empty database: setup() will make it ours
     if application_id != APPLICATION_ID:

@@ -107,17 +107,36 @@ class DiskStore(BaseStore):
         self._closed = False
         self._reset_process_state()
         sql.prepare_file(self._file)
-        conn = self._new_connection()
         try:
-            sql.identify(conn, self._file)
-            sql.use_wal(conn, self._file)
-            self._uid = sql.setup(conn, self._file)
+            self._uid = self._open_file()
         except apsw.Error as exc:
             self.close()
             raise sql.translate(exc, self._file, "open the store") from exc
         except BaseException:
             self.close()
             raise
+
+    def _open_file(self) -> str:
+        """Identify the file, switch it to WAL, set up the schema; the store's uid.
+
+        Processes opening a new file at the same moment contend for it while
+        one of them switches the journal mode, and SQLite reports that as
+        busy at once, without waiting in its busy handler. So the sequence is
+        retried, with a growing pause, until ``busy_timeout`` runs out.
+        """
+        conn = self._new_connection()
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                sql.identify(conn, self._file)
+                sql.use_wal(conn, self._file)
+                return sql.setup(conn, self._file)
+            except (apsw.BusyError, apsw.LockedError):
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
