@@ -116,6 +116,11 @@ class CheckpointStream:
     ``messages`` chat messages of ~``message_bytes`` bytes (plain dicts or
     langchain_core objects, ``message_kind``); ``step``, ``route`` and
     ``scratch`` are the few small channels.
+
+    Metadata is what the runtime stores: each run (one ``invoke``) writes an
+    ``"input"`` checkpoint and then one ``"loop"`` checkpoint per step, all
+    with the run's ``run_id``; here a run is ``run_length`` checkpoints (4:
+    input, agent, tool, agent, one turn with a tool call).
     """
 
     def __init__(
@@ -127,6 +132,7 @@ class CheckpointStream:
         message_bytes: int = 500,
         start_ticks: int | None = None,
         message_kind: str = "dict",
+        run_length: int = 4,
     ) -> None:
         from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
@@ -155,7 +161,10 @@ class CheckpointStream:
                 "route": rng.choice(("agent", "tools", "end")),
                 "scratch": {"tokens": rng.randrange(10_000), "tool": _token(rng, 8)},
             }
-            metadata = {"source": "loop", "step": step, "run_id": _token(rng, 12)}
+            if step % run_length == 0:
+                run_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            source = "input" if step % run_length == 0 else "loop"
+            metadata = {"source": source, "step": step, "run_id": run_id}
             self.items.append((dict(cp), metadata, new_versions))
             previous = cp
 

@@ -6,7 +6,7 @@ LangGraph checkpointer over any of them.
 """
 
 from swarmstate._base import BaseStore, Diff, Snapshot
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
     DecodeError,
     IncompatibleStoreError,
@@ -29,6 +29,7 @@ __all__ = [
     "BaseStore",
     "DecodeError",
     "Diff",
+    "Ext",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidKeyError",

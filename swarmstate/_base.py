@@ -199,8 +199,13 @@ class BaseStore(abc.ABC):
         stop: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        raw: bool = False,
     ) -> list[tuple[str, Any]]:
-        """``(key, value)`` pairs of ``namespace``; arguments as in :meth:`keys`."""
+        """``(key, value)`` pairs of ``namespace``; arguments as in :meth:`keys`.
+
+        With ``raw=True`` each value is its stored msgpack bytes, not decoded
+        (what ``set_many(..., raw=True)`` takes back).
+        """
 
     @abc.abstractmethod
     def namespaces(self, prefix: str | None = None) -> list[str]:
@@ -221,20 +226,38 @@ class BaseStore(abc.ABC):
         self.set_many([(namespace, key, value)])
 
     @abc.abstractmethod
-    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        if_absent: bool = False,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+    ) -> int:
         """Store every ``(namespace, key, value)`` atomically: all or nothing.
 
-        Every key and value is validated and encoded before anything changes,
-        so one bad item raises and stores nothing. Later items win over
-        earlier ones with the same key.
+        Every key and value (of ``items`` and ``ensure``) is validated and
+        encoded before anything changes, so one bad item raises and stores
+        nothing. Later items win over earlier ones with the same key.
 
         Args:
             items: The entries to write.
             if_absent: Leave keys that already hold a value untouched
                 (insert-or-ignore) instead of replacing them.
+            ensure: More entries for the same atomic batch, each written
+                only where its key holds no value yet (as ``if_absent``, for
+                these alone); applied before ``items``. For an index entry
+                that must exist alongside a value: when it already does,
+                nothing is rewritten.
+            raw: Every value (of ``items`` and ``ensure``) is already
+                msgpack bytes, such as :func:`~swarmstate.dumps` or another
+                msgpack writer produced, and is stored as it is: no copy,
+                and no check beyond its type. Bytes that are not one
+                msgpack value make later reads of that key fail with
+                :class:`~swarmstate.DecodeError`.
 
         Returns:
-            How many entries were written.
+            How many entries were written, ``ensure`` ones included.
         """
 
     def delete(self, namespace: str, key: str) -> bool:

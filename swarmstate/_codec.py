@@ -2,8 +2,10 @@
 
 Values are None, bool, int (-2**63 .. 2**64-1), float, str, bytes, list,
 tuple (decoded as list), dict with str keys, nested. bytearray and memoryview
-are stored as bytes. Everything else is refused with an error that names the
-offending type and where it sits in the value.
+are stored as bytes. msgpack extension values, which other writers (such as
+LangGraph's serializer, through ``raw`` writes) put in stored bytes, decode
+to :class:`Ext` and encode back unchanged. Everything else is refused
+with an error that names the offending type and where it sits in the value.
 
 Encoding runs ormsgpack with every "helpful" conversion switched off
 (datetime, dataclass, enum, UUID, subclasses), so its fast path accepts only
@@ -13,13 +15,42 @@ error message. The happy path never walks the value in Python.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import ormsgpack
 
-from swarmstate._errors import DecodeError, UnsupportedTypeError, ValueOutOfRangeError
+from swarmstate._errors import (
+    DecodeError,
+    InvalidArgumentError,
+    UnsupportedTypeError,
+    ValueOutOfRangeError,
+)
 
-__all__ = ["dumps", "loads"]
+__all__ = ["Ext", "dumps", "encode", "loads"]
+
+
+class Ext(NamedTuple):
+    """A msgpack extension value: an application type ``code`` and its bytes.
+
+    swarmstate never makes these itself; they appear when stored bytes came
+    from another msgpack writer (LangGraph's serializer keeps its objects this
+    way), and :func:`dumps` writes them back unchanged.
+    """
+
+    code: int
+    data: bytes
+
+
+def _ext_default(obj: Any) -> Any:
+    """ormsgpack's hook for the types it does not pack itself: only :class:`Ext`."""
+    if type(obj) is Ext:
+        return ormsgpack.Ext(obj.code, obj.data)
+    raise TypeError(f"Type is not msgpack serializable: {type(obj).__name__}")
+
+
+def _ext_hook(code: int, data: bytes) -> Ext:
+    return Ext(code, data)
+
 
 _PACK_OPTIONS = (
     ormsgpack.OPT_PASSTHROUGH_BIG_INT
@@ -31,7 +62,7 @@ _PACK_OPTIONS = (
 )
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
-_SCALARS = (type(None), bool, float, str, bytes, bytearray, memoryview)
+_SCALARS = (type(None), bool, float, str, bytes, bytearray, memoryview, Ext)
 _packb = ormsgpack.packb
 _unpackb = ormsgpack.unpackb
 
@@ -44,9 +75,25 @@ def dumps(obj: Any) -> bytes:
         ValueOutOfRangeError: an int does not fit 64 bits, or nesting is too deep.
     """
     try:
-        return _packb(obj, option=_PACK_OPTIONS)
+        return _packb(obj, default=_ext_default, option=_PACK_OPTIONS)
     except TypeError as exc:
         raise _explain(obj, exc) from None
+
+
+def encode(value: Any, raw: bool) -> bytes:
+    """The bytes a store keeps for ``value``: :func:`dumps` of it, or itself when ``raw``.
+
+    Raises:
+        InvalidArgumentError: ``raw`` and ``value`` is not bytes.
+    """
+    if not raw:
+        return dumps(value)
+    if type(value) is not bytes:
+        raise InvalidArgumentError(
+            f"with raw=True every value must be msgpack bytes, got {type(value).__name__}; "
+            "pass raw=False to have the store encode it"
+        )
+    return value
 
 
 def loads(data: bytes | bytearray | memoryview) -> Any:
@@ -56,7 +103,7 @@ def loads(data: bytes | bytearray | memoryview) -> Any:
         DecodeError: ``data`` is not complete, valid msgpack.
     """
     try:
-        return _unpackb(data)
+        return _unpackb(data, ext_hook=_ext_hook)
     except (ValueError, TypeError) as exc:
         raise DecodeError(f"cannot decode {len(data)} bytes as msgpack: {exc}") from None
 

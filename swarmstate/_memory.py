@@ -55,7 +55,7 @@ from swarmstate._base import (
     prefix_upper_bound,
     sorted_diff,
 )
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import dumps, encode, loads
 from swarmstate._errors import InvalidArgumentError, SnapshotError, check_key, check_namespace
 from swarmstate._sorted import SortedKeys
 
@@ -160,6 +160,7 @@ class Store(BaseStore):
         stop: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        raw: bool = False,
     ) -> list[tuple[str, Any]]:
         _check_range(namespace, start, stop, limit)
         with self._lock:
@@ -174,10 +175,12 @@ class Store(BaseStore):
                 key = keys[0]
                 data = flat[(namespace, key)]
             else:
-                raw = [flat[(namespace, key)] for key in keys]
+                stored = [flat[(namespace, key)] for key in keys]
         if len(keys) == 1:
-            return [(key, loads(data))]
-        return [(key, loads(data)) for key, data in zip(keys, raw, strict=True)]
+            return [(key, data if raw else loads(data))]
+        if raw:
+            return list(zip(keys, stored, strict=True))
+        return [(key, loads(data)) for key, data in zip(keys, stored, strict=True)]
 
     def namespaces(self, prefix: str | None = None) -> list[str]:
         if prefix is not None:
@@ -214,22 +217,30 @@ class Store(BaseStore):
         self._flat[k] = data
         self._dirty[k] = None
 
-    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
-        encoded: list[tuple[_Key, bytes]] = []
-        for entry in items:  # every key checked, every value encoded, before any write
-            if type(entry) is not tuple or len(entry) != 3:
-                entry = check_items([entry])[0]
-            ns, key, value = entry
-            if type(ns) is not str or type(key) is not str or not (ns.isascii() and key.isascii()):
-                check_key(ns, key)
-            encoded.append(((ns, key), dumps(value)))
+    def set_many(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        if_absent: bool = False,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+    ) -> int:
+        # Every key checked, every value encoded, before any write.
+        defaults = _encoded(ensure, raw) if ensure else ()
+        encoded = _encoded(items, raw)
         written = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
+            for k, data in defaults:
+                # setdefault is one atomic step, even against lock-free set().
+                # The membership test first: raw values may be one shared
+                # object, so "setdefault returned ours" alone cannot tell.
+                if k not in flat and flat.setdefault(k, data) is data:
+                    dirty[k] = None
+                    written += 1
             for k, data in encoded:
                 if if_absent:
-                    # setdefault is one atomic step, even against lock-free set().
-                    if flat.setdefault(k, data) is not data:
+                    if k in flat or flat.setdefault(k, data) is not data:
                         continue
                 else:
                     flat[k] = data
@@ -494,3 +505,19 @@ def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[_Key]:
             raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
         check_key(pair[0], pair[1])
     return [(pair[0], pair[1]) for pair in checked]
+
+
+def _encoded(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[tuple[_Key, bytes]]:
+    """``((namespace, key), bytes)`` of a batch; raises before returning anything on bad input."""
+    encoded: list[tuple[_Key, bytes]] = []
+    append = encoded.append
+    for entry in items:
+        if type(entry) is tuple and len(entry) == 3:
+            ns, key, value = entry
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                # The common case decided inline: ASCII str keys, raw bytes or a value.
+                append(((ns, key), value if raw and type(value) is bytes else encode(value, raw)))
+                continue
+        ns, key, value = check_items([entry])[0]  # raises, or accepts a list or non-ASCII key
+        append(((ns, key), encode(value, raw)))
+    return encoded

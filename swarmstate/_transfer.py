@@ -41,10 +41,11 @@ def transfer(source: BaseStore, target: BaseStore, *, batch_size: int = 1000) ->
     for namespace in source.namespaces():
         start: str | None = None
         while True:
-            page = source.items(namespace, start=start, limit=batch_size)
+            # The stored bytes move as they are: no decode, no re-encode.
+            page = source.items(namespace, start=start, limit=batch_size, raw=True)
             if not page:
                 break
-            copied += target.set_many([(namespace, key, value) for key, value in page])
+            copied += target.set_many([(namespace, key, value) for key, value in page], raw=True)
             if len(page) < batch_size:
                 break
             # The smallest string after the last key: resume right past it.

@@ -114,3 +114,14 @@ def test_garbage_bytes_raise_decode_error() -> None:
     assert isinstance(info.value, ValueError)
     with pytest.raises(ss.DecodeError):
         ss.loads(ss.dumps([1, 2, 3])[:-1])
+
+
+def test_extension_values_from_other_writers_round_trip_unchanged() -> None:
+    # Another writer's bytes (LangGraph's serializer stores its objects as
+    # msgpack extensions) decode without that writer and encode back the same.
+    other = msgpack.packb({"m": msgpack.ExtType(5, b"\x93\x01\x02\x03"), "n": [1]})
+    value = ss.loads(other)
+    assert value["n"] == [1]
+    assert value["m"] == ss.Ext(5, b"\x93\x01\x02\x03")
+    assert ss.dumps(value) == other
+    assert ss.loads(ss.dumps([ss.Ext(127, b"")])) == [ss.Ext(127, b"")]

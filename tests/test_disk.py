@@ -209,6 +209,7 @@ def test_synchronous_level_is_applied(db: Path, level: str, code: int) -> None:
 
 INDEXED_QUERIES = [
     (_sqlite.GET, ("ns", "k")),
+    (_sqlite.EXISTS, ("ns", "k")),
     (_sqlite.PUT_FAST, ("ns", "k", 1, b"\xc0")),
     (_sqlite.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
     (_sqlite.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),

@@ -10,6 +10,7 @@ EXPECTED = {
     "BaseStore",
     "DecodeError",
     "Diff",
+    "Ext",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidKeyError",

@@ -148,6 +148,7 @@ DELETE FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id >= {_FLO
 END_LIVE = f"UPDATE entries SET ended = {_EPOCH} WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
 
 GET = "SELECT value FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
+EXISTS = "SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
 COUNT = "SELECT count(*) FROM entries WHERE ns = ?1 AND ended IS NULL"
 # Live totals = totals at the latest snapshot + rows written since - rows
 # ended since: costs the writes since that snapshot, and keeps writes free

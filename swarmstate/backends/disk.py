@@ -28,7 +28,7 @@ from swarmstate._base import (
     prefix_upper_bound,
     sorted_diff,
 )
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import dumps, encode, loads
 from swarmstate._errors import (
     InvalidArgumentError,
     InvalidKeyError,
@@ -301,8 +301,11 @@ class DiskStore(BaseStore):
         stop: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        raw: bool = False,
     ) -> list[tuple[str, Any]]:
         rows = self._range("key, value", namespace, start, stop, reverse, limit)
+        if raw:
+            return rows
         return [(key, loads(value)) for key, value in rows]
 
     def _range(
@@ -379,13 +382,22 @@ class DiskStore(BaseStore):
                     raise self._fail(exc, "write") from exc
         self._write("write", lambda c: _put(c, [params]))
 
-    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
-        rows = _encoded_rows(items)
+    def set_many(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        if_absent: bool = False,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+    ) -> int:
+        defaults = _encoded_rows(ensure, raw) if ensure else []
+        rows = _encoded_rows(items, raw)
+        put = _put_if_absent if if_absent else _put
+        if defaults:
+            return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, rows))
         if not rows:
             return 0
-        if if_absent:
-            return self._write("write", lambda conn: _put_if_absent(conn, rows))
-        return self._write("write", lambda conn: _put(conn, rows))
+        return self._write("write", lambda conn: put(conn, rows))
 
     def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
         checked = _checked_pairs(pairs)
@@ -580,6 +592,21 @@ def _put_if_absent(conn: Connection, rows: list[tuple[str, str, int, bytes]]) ->
     return written
 
 
+def _ensure(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+    """Insert the rows whose key has no live value.
+
+    Ensured rows usually exist already (an index entry written once): a
+    lookup says so, cheaper than an INSERT that finds the conflict, and
+    changes no page.
+    """
+    written = 0
+    for row in rows:
+        if conn.execute(sql.EXISTS, (row[0], row[1])).fetchone() is None:
+            conn.execute(sql.PUT_IF_ABSENT, row)
+            written += conn.changes()
+    return written
+
+
 def _delete(conn: Connection, pairs: list[tuple[str, str]]) -> int:
     removed = 0
     for pair in pairs:
@@ -611,7 +638,9 @@ def _bounds(low: str, high: str | None) -> tuple[str, ...]:
     return (low,) if high is None else (low, high)
 
 
-def _encoded_rows(items: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, int, bytes]]:
+def _encoded_rows(
+    items: Iterable[tuple[str, str, Any]], raw: bool = False
+) -> list[tuple[str, str, int, bytes]]:
     """``(ns, key, size, bytes)`` rows of a ``set_many`` batch, every key checked first.
 
     Same checks and order as :func:`check_items` (keys before any value is
@@ -626,7 +655,7 @@ def _encoded_rows(items: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str,
         check_items((entry,))  # raises, or accepts a list entry or a non-ASCII key
     rows = []
     for ns, key, value in batch:
-        data = dumps(value)
+        data = encode(value, raw)
         rows.append((ns, key, len(data), data))
     return rows
 

@@ -28,7 +28,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
@@ -41,7 +41,7 @@ from swarmstate._base import (
     check_range_args,
     sorted_diff,
 )
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import dumps, encode, loads
 from swarmstate._errors import (
     IncompatibleStoreError,
     InvalidArgumentError,
@@ -76,6 +76,29 @@ _RETRIES = 8
 # transaction is then correct because nothing of it was committed.
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
+
+
+def _put_many_params(
+    batch: Sequence[tuple[str, str, Any]], if_absent: bool, raw: bool
+) -> tuple[list[bytes], list[bytes], list[bytes], bool] | None:
+    """Arguments of ``put_many`` for a checked batch, keys made distinct; None if empty."""
+    encoded: dict[tuple[bytes, bytes], bytes] = {}
+    for ns, key, value in batch:
+        data = encode(value, raw)
+        pair = (_enc(ns), _enc(key))
+        if if_absent:
+            encoded.setdefault(pair, data)  # the first of duplicates is the one inserted
+        else:
+            encoded[pair] = data  # later items win
+    if not encoded:
+        return None
+    return [ns for ns, _ in encoded], [key for _, key in encoded], list(encoded.values()), if_absent
+
+
+def _one(row: tuple[Any, ...] | None) -> Any:
+    if row is None:  # a SELECT of one function call always returns one row
+        raise StorageError("PostgreSQL returned no row for put_many")
+    return row[0]
 
 
 def _enc(name: str) -> bytes:
@@ -428,8 +451,11 @@ class PostgresStore(BaseStore):
         stop: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        raw: bool = False,
     ) -> list[tuple[str, Any]]:
         rows = self._range(True, namespace, start, stop, reverse, limit)
+        if raw:
+            return [(_dec(k), bytes(v)) for k, v in rows]
         return [(_dec(k), loads(v)) for k, v in rows]
 
     def namespaces(self, prefix: str | None = None) -> list[str]:
@@ -452,26 +478,39 @@ class PostgresStore(BaseStore):
         check_key(namespace, key)
         self._fetch("PUT_ONE", (_enc(namespace), _enc(key), dumps(value)))
 
-    def set_many(self, items: Iterable[tuple[str, str, Any]], *, if_absent: bool = False) -> int:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        if_absent: bool = False,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+    ) -> int:
+        defaults = _put_many_params(check_items(ensure), True, raw) if ensure else None
         batch = check_items(items)
-        encoded: dict[tuple[bytes, bytes], bytes] = {}
-        for ns, key, value in batch:
-            data = dumps(value)
-            pair = (_enc(ns), _enc(key))
-            if if_absent:
-                encoded.setdefault(pair, data)  # the first of duplicates is the one inserted
-            else:
-                encoded[pair] = data  # later items win
-        if not encoded:
-            return 0
-        params = (
-            [ns for ns, _ in encoded],
-            [key for _, key in encoded],
-            list(encoded.values()),
-            if_absent,
-        )
-        written = int(self._scalar("PUT_MANY", params))
-        return written if if_absent else len(batch)
+        params = _put_many_params(batch, if_absent, raw)
+        if defaults is None:
+            if params is None:
+                return 0
+            written = int(self._scalar("PUT_MANY", params))
+            return written if if_absent else len(batch)
+        self._ready()
+        text = self._sql["PUT_MANY"]
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            # One transaction, one round trip: the ensured entries, then the items.
+            with conn.pipeline():
+                first = conn.cursor(row_factory=tuple_row, binary=True)
+                first.execute(text, defaults)
+                if params is not None:
+                    second = conn.cursor(row_factory=tuple_row, binary=True)
+                    second.execute(text, params)
+            total = int(_one(first.fetchone()))
+            if params is not None:
+                total += int(_one(second.fetchone())) if if_absent else len(batch)
+            return total
+
+        return self._run(work)
 
     def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
         unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in _checked_pairs(pairs))

@@ -13,11 +13,17 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     namespace                                  key
     langgraph:t F(thread) F(checkpoint_ns) c   O(checkpoint id) "c"            checkpoint
                                                O(checkpoint id) "w" F(task) idx  pending write
-    langgraph:r F(run_id)                      F(thread) F(checkpoint_ns) checkpoint id
+    langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
+    langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
 
 A checkpoint entry is ``[type, checkpoint bytes, type, metadata bytes,
 parent id, run id]``. A checkpoint key ends in :data:`CHECKPOINT`; a write
 key ends in its index's last digit, so the last character tells them apart.
+The run index holds one entry per run and (thread, checkpoint namespace) it
+wrote to, and the thread one entry per run it saw (the way back, so deleting
+a thread finds its index entries without reading its checkpoints). Both are
+written with the run's first checkpoint there and left unchanged by the
+others.
 
 A checkpoint and its pending writes share one namespace and one key prefix,
 ``O(checkpoint id)``, which sorts exactly like the checkpoint id (uuid6,
@@ -57,10 +63,12 @@ __all__ = [
     "ordered",
     "parse_entry_key",
     "parse_run_key",
+    "parse_runs_seen",
     "parse_scope",
     "read_field",
     "run_key",
     "run_namespace",
+    "runs_seen",
     "scope",
     "thread_prefix",
     "write_key",
@@ -70,7 +78,9 @@ ROOT: Final = "langgraph:"
 THREADS: Final = ROOT + "t"
 RUNS: Final = ROOT + "r"
 CHECKPOINTS: Final = "c"
-"""Kind letter ending a checkpoint namespace (room for other kinds later)."""
+"""Kind letter ending a checkpoint namespace."""
+RUNS_SEEN: Final = "r"
+"""Kind letter ending the namespace of the runs that wrote to a checkpoint namespace."""
 _END: Final = "\x01\x01"
 ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
@@ -113,7 +123,12 @@ def scope(thread_id: str, checkpoint_ns: str) -> str:
 
 
 def parse_scope(namespace: str) -> tuple[str, str] | None:
-    """``(thread_id, checkpoint_ns)`` of a saver namespace, or None if it is not one."""
+    """``(thread_id, checkpoint_ns)`` of a checkpoint namespace, or None if it is not one."""
+    return _parse_thread_namespace(namespace, CHECKPOINTS)
+
+
+def _parse_thread_namespace(namespace: str, kind: str) -> tuple[str, str] | None:
+    """``(thread_id, checkpoint_ns)`` of a thread namespace ending in ``kind``, else None."""
     if not namespace.startswith(THREADS):
         return None
     try:
@@ -121,7 +136,7 @@ def parse_scope(namespace: str) -> tuple[str, str] | None:
         checkpoint_ns, pos = read_field(namespace, pos)
     except (ValueError, IndexError):
         return None
-    if namespace[pos:] != CHECKPOINTS:
+    if namespace[pos:] != kind:
         return None
     return thread_id, checkpoint_ns
 
@@ -164,13 +179,23 @@ def run_namespace(run_id: str) -> str:
     return RUNS + field(run_id)
 
 
-def run_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
-    """Index entry naming one checkpoint."""
-    return field(thread_id) + field(checkpoint_ns) + checkpoint_id
+def run_key(thread_id: str, checkpoint_ns: str) -> str:
+    """Run index entry naming a (thread, checkpoint namespace) a run wrote to."""
+    return field(thread_id) + field(checkpoint_ns)
 
 
-def parse_run_key(key: str) -> tuple[str, str, str]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a run index entry."""
+def parse_run_key(key: str) -> tuple[str, str]:
+    """``(thread_id, checkpoint_ns)`` of a run index entry."""
     thread_id, pos = read_field(key, 0)
-    checkpoint_ns, pos = read_field(key, pos)
-    return thread_id, checkpoint_ns, key[pos:]
+    checkpoint_ns, _ = read_field(key, pos)
+    return thread_id, checkpoint_ns
+
+
+def runs_seen(thread_id: str, checkpoint_ns: str) -> str:
+    """Namespace listing (as ``F(run_id)`` keys) the runs that wrote to a thread namespace."""
+    return f"{THREADS}{len(thread_id)}:{thread_id},{len(checkpoint_ns)}:{checkpoint_ns},r"
+
+
+def parse_runs_seen(namespace: str) -> tuple[str, str] | None:
+    """``(thread_id, checkpoint_ns)`` of a :func:`runs_seen` namespace, else None."""
+    return _parse_thread_namespace(namespace, RUNS_SEEN)

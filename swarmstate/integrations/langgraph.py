@@ -32,12 +32,8 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
-from swarmstate._errors import (
-    InvalidArgumentError,
-    MissingDependencyError,
-    UnsupportedTypeError,
-    ValueOutOfRangeError,
-)
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
@@ -56,6 +52,8 @@ try:
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from swarmstate.integrations import _lg_entry as E  # needs msgpack, from the same extra
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
@@ -70,6 +68,8 @@ _List = list  # the class defines a method named ``list``
 
 
 _new_tuple = tuple.__new__
+_NIL = dumps(None)  # the value of run index entries, as stored bytes
+_NAMES_MAX = 4096
 
 
 def _write_order(entry: Any) -> tuple[str, str, int]:
@@ -113,6 +113,11 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         self.store = store if store is not None else Store()
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
+        # Store names derived from ids (pure functions of them, so never stale),
+        # kept for the threads and runs in use: building them is a measurable
+        # part of a put. Cleared when large.
+        self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._run_names: dict[str, tuple[str, str]] = {}
 
     def __repr__(self) -> str:
         return f"SwarmStateSaver({self.store!r})"
@@ -146,23 +151,26 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             raise InvalidArgumentError(
                 f"checkpoint id must be a non-empty str, got {checkpoint_id!r}"
             )
-        dumps = self.serde.dumps_typed
         stored_metadata = get_checkpoint_metadata(config, metadata)
         run_id = stored_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
-        namespace = K.scope(thread_id, checkpoint_ns)
-        key = K.checkpoint_key(checkpoint_id)
-        # Metadata is usually plain data: store it as it is (no serializer pass on
-        # either side). When the store's codec refuses it (a datetime, an enum...),
-        # it goes through the serializer instead, tagged with its type.
         parent_id = conf.get("checkpoint_id") or None
-        entry = [*dumps(checkpoint), None, stored_metadata, parent_id, run_id]
-        try:
-            self._put_entry(namespace, key, entry, thread_id, checkpoint_ns, checkpoint_id)
-        except (UnsupportedTypeError, ValueOutOfRangeError):
-            entry[2:4] = dumps(stored_metadata)
-            self._put_entry(namespace, key, entry, thread_id, checkpoint_ns, checkpoint_id)
+        data = E.encode(self.serde, checkpoint, stored_metadata, parent_id, run_id)
+        namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
+        entries = [(namespace, K.checkpoint_key(checkpoint_id), data)]
+        if run_id is None:
+            self.store.set_many(entries, raw=True)
+        else:
+            # The run's index entries for this thread namespace, in the same atomic
+            # batch; after the run's first checkpoint here they exist and cost a lookup.
+            names = self._run_names.get(run_id)
+            if names is None:
+                if len(self._run_names) > _NAMES_MAX:
+                    self._run_names.clear()
+                names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
+            index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
+            self.store.set_many(entries, ensure=index, raw=True)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -171,30 +179,19 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             }
         }
 
-    def _put_entry(
-        self,
-        namespace: str,
-        key: str,
-        entry: _List[Any],
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-    ) -> None:
-        run_id = entry[5]
-        if run_id is None:
-            # One entry: a single write is atomic on every store, and cheaper than a batch.
-            self.store.set(namespace, key, entry)
-            return
-        self.store.set_many(
-            [
-                (namespace, key, entry),
-                (
-                    K.run_namespace(run_id),
-                    K.run_key(thread_id, checkpoint_ns, checkpoint_id),
-                    None,
-                ),
-            ]
-        )
+    def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str, str, str]:
+        """The checkpoint namespace, runs-seen namespace and run-index key of a scope."""
+        names = self._scope_names.get((thread_id, checkpoint_ns))
+        if names is None:
+            if len(self._scope_names) > _NAMES_MAX:
+                self._scope_names.clear()
+            names = (
+                K.scope(thread_id, checkpoint_ns),
+                K.runs_seen(thread_id, checkpoint_ns),
+                K.run_key(thread_id, checkpoint_ns),
+            )
+            self._scope_names[(thread_id, checkpoint_ns)] = names
+        return names
 
     def put_writes(
         self,
@@ -218,7 +215,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             raise InvalidArgumentError(
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
-        namespace = K.scope(thread_id, C.checkpoint_ns_of(conf))
+        namespace = self._names(thread_id, C.checkpoint_ns_of(conf))[0]
         dumps = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
@@ -244,7 +241,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by ``config``, or the latest of its thread and namespace."""
         conf, thread_id, checkpoint_ns = C.scope_of(config)
-        namespace = K.scope(thread_id, checkpoint_ns)
+        namespace = self._names(thread_id, checkpoint_ns)[0]
         checkpoint_id = conf.get("checkpoint_id")
         if checkpoint_id:
             if type(checkpoint_id) is not str:
@@ -252,13 +249,13 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                     f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
                 )
             start, stop = K.group_range(checkpoint_id)
-            rows = self.store.items(namespace, start=start, stop=stop)
+            rows = self.store.items(namespace, start=start, stop=stop, raw=True)
             if not rows or rows[0][0] != start + K.CHECKPOINT:
                 return None
             return self._build(
                 thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
             )
-        latest = self.store.items(namespace, reverse=True, limit=1)
+        latest = self.store.items(namespace, reverse=True, limit=1, raw=True)
         if not latest:
             return None
         key, entry = latest[0]
@@ -383,7 +380,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         writes: _List[Any] = []
         writes_head: str | None = None
         while True:
-            rows = items(namespace, stop=stop, reverse=True, limit=page)
+            rows = items(namespace, stop=stop, reverse=True, limit=page, raw=True)
             for key, value in rows:
                 if key[-1] == "c":
                     yield (
@@ -412,22 +409,22 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
     ) -> CheckpointTuple | None:
-        """Decode a stored checkpoint entry and its pending-write entries.
+        """Decode a stored checkpoint entry and its pending-write entries (stored bytes).
 
-        With a ``filter``, the metadata is decoded first and None is returned
+        With a ``filter``, the metadata is read first and None is returned
         when it does not match, so skipped checkpoints cost no checkpoint decode.
         """
-        loads = self.serde.loads_typed
-        metadata = entry[3] if entry[2] is None else loads((entry[2], entry[3]))
-        if filter and not C.matches(metadata, filter):
+        serde = self.serde
+        if filter and not C.matches(E.head(serde, entry)[0], filter):
             return None
-        checkpoint = loads((entry[0], entry[1]))
+        metadata, parent_id, checkpoint = E.decode(serde, entry)
         pending: _List[PendingWrite] = []
         if writes:
             # The runtime's order: task path, then task id, then index.
-            writes.sort(key=_write_order)
-            pending = [(w[0], w[3], loads((w[4], w[5]))) for w in writes]
-        parent_id = entry[4]
+            decoded = [loads(w) for w in writes]
+            decoded.sort(key=_write_order)
+            revive = serde.loads_typed
+            pending = [(w[0], w[3], revive((w[4], w[5]))) for w in decoded]
         # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
         return _new_tuple(
             CheckpointTuple,
@@ -475,7 +472,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         if source == target:
             return
         index = [
-            (ns, K.run_key(target, *K.parse_run_key(key)[1:]), None)
+            (ns, K.run_key(target, K.parse_run_key(key)[1]), None)
             for ns, key in self._run_index_pairs(source)
         ]
         # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
@@ -486,24 +483,36 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.
 
-        Runs are found through an index written with each checkpoint (from
-        ``metadata["run_id"]``), so the cost follows the runs' checkpoints,
-        not the size of the store. Copies made by :meth:`copy_thread` carry
-        the run id and are removed too.
+        A run index (from ``metadata["run_id"]``: one entry per run and thread
+        namespace it wrote to) says where to look, so the cost follows the
+        threads the runs wrote to, not the size of the store. Copies made by
+        :meth:`copy_thread` carry the run id and are removed too. The index
+        entries stay (a run still writing may add checkpoints there); they go
+        with their thread.
         """
-        pairs: _List[tuple[str, str]] = []
         for run_id in run_ids:
             if type(run_id) is not str:
                 raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
-            index = K.run_namespace(run_id)
-            for key in self.store.keys(index):
-                thread_id, checkpoint_ns, checkpoint_id = K.parse_run_key(key)
-                namespace = K.scope(thread_id, checkpoint_ns)
-                start, stop = K.group_range(checkpoint_id)
-                pairs.extend(
-                    (namespace, k) for k in self.store.keys(namespace, start=start, stop=stop)
-                )
-                pairs.append((index, key))
+        wanted = set(run_ids)
+        scopes = {
+            K.parse_run_key(key)
+            for run_id in wanted
+            for key in self.store.keys(K.run_namespace(run_id))
+        }
+        pairs: _List[tuple[str, str]] = []
+        for thread_id, checkpoint_ns in sorted(scopes):
+            namespace = K.scope(thread_id, checkpoint_ns)
+            # Key order puts each checkpoint just before its own writes, which
+            # share its key up to the last character.
+            head: str | None = None
+            for key, entry in self._scan(namespace):
+                if key[-1] == K.CHECKPOINT:
+                    head = key[:-1] if E.head(self.serde, entry)[2] in wanted else None
+                    if head is None:
+                        continue
+                elif head is None or not key.startswith(head):
+                    continue
+                pairs.append((namespace, key))
         if pairs:
             self.store.delete_many(pairs)
 
@@ -563,30 +572,31 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         if oldest_kept is None:
             return []
         # Everything before the oldest kept checkpoint's key sorts before its group.
-        stale = self.store.items(namespace, stop=oldest_kept[:-1])
-        pairs = [(namespace, key) for key, _ in stale]
-        for key, entry in stale:
-            checkpoint_id, is_checkpoint = K.parse_entry_key(key)
-            if is_checkpoint and entry[5] is not None:
-                pairs.append(
-                    (K.run_namespace(entry[5]), K.run_key(thread_id, checkpoint_ns, checkpoint_id))
-                )
-        return pairs
+        # Run index entries stay: the run may have kept checkpoints here.
+        return [(namespace, key) for key in self.store.keys(namespace, stop=oldest_kept[:-1])]
 
     def _run_index_pairs(self, thread_id: str) -> _List[tuple[str, str]]:
-        """Run-index entries that point into one thread."""
+        """Run index entries that point into one thread, from the runs it saw."""
         pairs = []
-        for _, checkpoint_ns in self._scopes(K.thread_prefix(thread_id)):
-            for key, entry in self.store.items(K.scope(thread_id, checkpoint_ns)):
-                checkpoint_id, is_checkpoint = K.parse_entry_key(key)
-                if is_checkpoint and entry[5] is not None:
-                    pairs.append(
-                        (
-                            K.run_namespace(entry[5]),
-                            K.run_key(thread_id, checkpoint_ns, checkpoint_id),
-                        )
-                    )
+        for namespace in self.store.namespaces(K.thread_prefix(thread_id)):
+            parsed = K.parse_runs_seen(namespace)
+            if parsed is None:
+                continue
+            for key in self.store.keys(namespace):
+                run_id = K.read_field(key, 0)[0]
+                pairs.append((K.run_namespace(run_id), K.run_key(*parsed)))
         return pairs
+
+    def _scan(self, namespace: str) -> Iterator[tuple[str, bytes]]:
+        """Every ``(key, stored bytes)`` of a namespace in key order, a page at a time."""
+        rows = self.store.items(namespace, limit=_PAGE_MAX, raw=True)
+        yield from rows
+        while len(rows) == _PAGE_MAX:
+            last = rows[-1][0]
+            # ``start`` is inclusive: the next page begins with the last key seen.
+            rows = self.store.items(namespace, start=last, limit=_PAGE_MAX + 1, raw=True)
+            rows = rows[1:] if rows and rows[0][0] == last else rows[:_PAGE_MAX]
+            yield from rows
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.

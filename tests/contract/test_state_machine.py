@@ -90,15 +90,24 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             items=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=5),
             poison=st.booleans(),
             if_absent=st.booleans(),
+            ensure=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=2),
         )
         def set_many(
-            self, items: list[tuple[str, str, Any]], poison: bool, if_absent: bool
+            self,
+            items: list[tuple[str, str, Any]],
+            poison: bool,
+            if_absent: bool,
+            ensure: list[tuple[str, str, Any]],
         ) -> None:
             if poison:
                 with pytest.raises(ss.UnsupportedTypeError):
-                    self.store.set_many([*items, ("a", "k", {1, 2})], if_absent=if_absent)
+                    self.store.set_many(
+                        [*items, ("a", "k", {1, 2})], if_absent=if_absent, ensure=ensure
+                    )
                 return
-            self.store.set_many(items, if_absent=if_absent)
+            self.store.set_many(items, if_absent=if_absent, ensure=ensure)
+            for ns, key, value in ensure:
+                self.model.setdefault((ns, key), ss.dumps(value))
             for ns, key, value in items:
                 if not (if_absent and (ns, key) in self.model):
                     self.model[(ns, key)] = ss.dumps(value)

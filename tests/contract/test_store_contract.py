@@ -97,6 +97,54 @@ def test_set_many_if_absent_keeps_existing_values(store: ss.BaseStore) -> None:
     assert store.get_many([("a", "x"), ("a", "y")]) == ["old", "fresh"]
 
 
+def test_set_many_ensure_adds_only_missing_keys_in_the_same_batch(store: ss.BaseStore) -> None:
+    store.set("index", "kept", "old")
+    written = store.set_many(
+        [("data", "x", 1)], ensure=[("index", "kept", "new"), ("index", "added", "fresh")]
+    )
+    assert written == 2  # data/x and index/added
+    assert store.get_many([("index", "kept"), ("index", "added"), ("data", "x")]) == [
+        "old",
+        "fresh",
+        1,
+    ]
+    # Applied before items: an item with the same key replaces the ensured value.
+    store.set_many([("index", "both", "item")], ensure=[("index", "both", "ensured")])
+    assert store.get("index", "both") == "item"
+    # Only ensured entries, with if_absent items: nothing existing is touched.
+    assert store.set_many([("data", "x", 2)], if_absent=True, ensure=[("index", "kept", 0)]) == 0
+    assert store.get_many([("data", "x"), ("index", "kept")]) == [1, "old"]
+
+
+def test_set_many_with_a_bad_ensure_entry_writes_nothing(store: ss.BaseStore) -> None:
+    with pytest.raises(ss.UnsupportedTypeError):
+        store.set_many([("data", "x", 1)], ensure=[("index", "k", {1, 2})])
+    with pytest.raises(ss.InvalidKeyError):
+        store.set_many([("data", "x", 1)], ensure=[("index", 7, "v")])  # type: ignore[list-item]
+    with pytest.raises(ss.UnsupportedTypeError):
+        store.set_many([("data", "x", {1})], ensure=[("index", "k", "v")])
+    assert len(store) == 0
+
+
+def test_raw_values_are_stored_and_read_back_as_they_are(store: ss.BaseStore) -> None:
+    data = ss.dumps({"a": [1, "two"]})
+    assert store.set_many([("a", "x", data)], ensure=[("a", "y", ss.dumps(None))], raw=True) == 2
+    assert store.get("a", "x") == {"a": [1, "two"]}
+    assert store.get("a", "y") is None
+    assert store.items("a", raw=True) == [("x", data), ("y", ss.dumps(None))]
+    store.set("a", "z", [3])
+    assert store.items("a", start="z", raw=True) == [("z", ss.dumps([3]))]
+    assert store.items("a", reverse=True, limit=1, raw=True) == [("z", ss.dumps([3]))]
+
+
+def test_raw_write_of_a_value_that_is_not_bytes_writes_nothing(store: ss.BaseStore) -> None:
+    with pytest.raises(ss.InvalidArgumentError, match="raw"):
+        store.set_many([("a", "x", ss.dumps(1)), ("a", "y", {"not": "bytes"})], raw=True)
+    with pytest.raises(ss.InvalidArgumentError, match="raw"):
+        store.set_many([("a", "x", ss.dumps(1))], ensure=[("a", "y", 2)], raw=True)
+    assert len(store) == 0
+
+
 def test_get_many_keeps_order_and_fills_missing_with_none(store: ss.BaseStore) -> None:
     store.set_many([("a", "1", 1), ("a", "2", 2)])
     assert store.get_many([("a", "2"), ("z", "z"), ("a", "1")]) == [2, None, 1]
@@ -441,3 +489,14 @@ def test_reopen_keeps_values_and_snapshots(durable_store_factory: Any) -> None:
     again.restore(old)
     assert again.get_many([("a", "x"), ("b", "y")]) == [1, [2]]
     assert again.snapshot().id > second.id
+
+
+def test_insert_or_ignore_counts_only_what_it_wrote_with_shared_raw_values(
+    store: ss.BaseStore,
+) -> None:
+    # One bytes object for every value: "written" must not mean "same object".
+    nil = ss.dumps(None)
+    assert store.set_many([("a", "x", nil)], ensure=[("i", "k", nil)], raw=True) == 2
+    assert store.set_many([("a", "y", nil)], ensure=[("i", "k", nil)], raw=True) == 1
+    assert store.set_many([("a", "x", nil), ("a", "z", nil)], if_absent=True, raw=True) == 1
+    assert store.keys("a") == ["x", "y", "z"]

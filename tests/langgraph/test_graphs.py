@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import itertools
 import multiprocessing
 import operator
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import ormsgpack
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
@@ -380,11 +383,118 @@ def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver)
     assert list(saver.list(cfg("dst"))) == []  # every kept copy came from run r2
     saver.prune(["src"], strategy="delete")
     assert list(saver.list(None)) == []
-    assert len(saver.store) == 0  # run index entries went with the data
+    # dst's run index entries stay until the thread goes: r1 or r2 may write there again.
+    assert {ns for ns in saver.store.namespaces() if saver.parse_namespace(ns)} == set()
+    saver.delete_thread("dst")
+    assert len(saver.store) == 0  # run index entries went with their threads
     with pytest.raises(ss.InvalidArgumentError, match="strategy"):
         saver.prune(["src"], strategy="keep_everything")
     with pytest.raises(ss.InvalidArgumentError, match="keep_last"):
         saver.prune(["src"], keep_last=0)
+
+
+def test_run_index_is_one_entry_per_run_and_thread_and_outlives_delete_for_runs(
+    saver: SwarmStateSaver,
+) -> None:
+    graph = chain_graph(saver)
+    run = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "r1"}}
+    graph.invoke({"steps": []}, run)
+    checkpoints = len(list(saver.list(cfg("t"))))
+    assert checkpoints > 2
+    # One index entry for the run's many checkpoints, one "runs seen" entry in the thread.
+    assert saver.store.items(K.run_namespace("r1")) == [(K.run_key("t", ""), None)]
+    assert saver.store.keys(K.runs_seen("t", "")) == [K.field("r1")]
+    saver.delete_for_runs(["r1"])
+    assert list(saver.list(cfg("t"))) == []
+    # The same run writing there again is still found: the index entry stayed.
+    graph.invoke({"steps": []}, run)
+    assert len(list(saver.list(cfg("t")))) == checkpoints
+    saver.delete_for_runs(["r1"])
+    assert list(saver.list(cfg("t"))) == []
+    saver.delete_thread("t")
+    assert len(saver.store) == 0
+
+
+class _TaggedSerde(JsonPlusSerializer):
+    """LangGraph's msgpack under another type name, as an encrypting serializer would."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        return "tagged+" + kind, data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        kind, payload = data
+        assert kind.startswith("tagged+"), kind  # every stored payload went through us
+        return super().loads_typed((kind.removeprefix("tagged+"), payload))
+
+
+def test_a_serializer_of_another_format_gets_the_typed_layout(
+    make_store: Callable[[], ss.BaseStore],
+) -> None:
+    saver = SwarmStateSaver(make_store(), serde=_TaggedSerde())
+    graph = chain_graph(saver)
+    graph.invoke({"steps": []}, {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "r"}})
+    history = list(saver.list(cfg("t")))
+    assert graph.get_state(cfg("t")).values["steps"] == ["a", "b", "c"]
+    namespace = K.scope("t", "")
+    for key, data in saver.store.items(namespace, raw=True):
+        if key.endswith(K.CHECKPOINT):
+            assert data[0] == 0x96  # typed pairs, not the serializer's own document
+    looped = list(saver.list(cfg("t"), filter={"source": "loop"}))
+    assert [t.checkpoint["id"] for t in looped] == [
+        t.checkpoint["id"] for t in history if t.metadata["source"] == "loop"
+    ]
+    saver.delete_for_runs(["r"])
+    assert list(saver.list(cfg("t"))) == []
+
+
+def test_metadata_the_head_reader_cannot_revive_is_filtered_through_the_serializer(
+    saver: SwarmStateSaver,
+) -> None:
+    # A datetime in metadata is a serializer extension: the filter must still match it.
+    start = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    for day in range(3):
+        checkpoint = empty_checkpoint()
+        when = start + datetime.timedelta(days=day)
+        saver.put(cfg("dated"), checkpoint, {"source": "update", "step": day, "when": when}, {})
+    found = list(saver.list(cfg("dated"), filter={"when": start + datetime.timedelta(days=1)}))
+    assert [t.metadata["step"] for t in found] == [1]
+    assert found[0].metadata["when"] == start + datetime.timedelta(days=1)
+    assert len(list(saver.list(cfg("dated"), filter={"source": "update"}))) == 3
+
+
+def test_saver_data_moves_between_backends_with_transfer(
+    make_store: Callable[[], ss.BaseStore], tmp_path: Path
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from swarmstate.backends.disk import DiskStore
+
+    class Chat(TypedDict):
+        messages: Annotated[list[Any], operator.add]
+
+    def reply(state: Chat) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"seen {len(state['messages'])}")]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    source = SwarmStateSaver(make_store())
+    builder.compile(checkpointer=source).invoke(
+        {"messages": [HumanMessage(content="hi")]}, cfg("chat")
+    )
+    with DiskStore(tmp_path / "moved.db") as disk:
+        assert ss.transfer(source.store, disk) == len(source.store)
+        target = SwarmStateSaver(disk)
+        state = builder.compile(checkpointer=target).get_state(cfg("chat"))
+        assert [type(m).__name__ for m in state.values["messages"]] == [
+            "HumanMessage",
+            "AIMessage",
+        ]
+        assert [t.checkpoint for t in target.list(cfg("chat"))] == [
+            t.checkpoint for t in source.list(cfg("chat"))
+        ]
 
 
 def test_concurrent_put_writes_from_many_threads(saver: SwarmStateSaver) -> None:
@@ -510,12 +620,11 @@ def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
     assert latest is not None
     namespace = K.scope("evil", "")
     key = K.checkpoint_key(latest.checkpoint["id"])
+    # The usual layout: [metadata, parent id, run id, checkpoint] in one document.
     entry = saver.store.get(namespace, key)
-    checkpoint = ormsgpack.unpackb(entry[1])
     # Extension 0 is JsonPlusSerializer's "call module.name(arg)".
     call = ormsgpack.Ext(0, ormsgpack.packb(["os", "mkdir", str(target)]))
-    checkpoint["channel_values"]["steps"] = call
-    entry[1] = ormsgpack.packb(checkpoint)
+    entry[3]["channel_values"]["steps"] = call
     saver.store.set(namespace, key, entry)
     return latest.config
 
@@ -542,8 +651,10 @@ def test_pickle_payloads_are_refused(saver: SwarmStateSaver) -> None:
     latest = saver.get_tuple(cfg("pk"))
     assert latest is not None
     namespace, key = K.scope("pk", ""), K.checkpoint_key(latest.checkpoint["id"])
-    entry = saver.store.get(namespace, key)
-    entry[0] = "pickle"
+    # The layout of typed pairs (for serializers that are not plain msgpack),
+    # here claiming a pickled checkpoint.
+    metadata, parent_id, run_id, _ = saver.store.get(namespace, key)
+    entry = ["pickle", b"\x80\x04N.", *saver.serde.dumps_typed(metadata), parent_id, run_id]
     saver.store.set(namespace, key, entry)
     with pytest.raises(NotImplementedError, match="pickle"):
         saver.get_tuple(cfg("pk"))
