@@ -232,8 +232,17 @@ class Results:
         *,
         metric: str = "p50",
         op: str = "<=",
+        floor: str | tuple[str, str] | None = None,
     ) -> dict[str, Any] | None:
-        """Record ``rows[numerator][metric] / rows[denominator][metric] op bound``."""
+        """Record ``rows[numerator][metric] / rows[denominator][metric] op bound``.
+
+        ``floor`` names a row measuring the least any implementation must do
+        for the numerator's call (for example the serializer's decode of the
+        same checkpoints); ``floor / denominator`` is recorded beside the
+        ratio, so a bound below it reads as unreachable, not as untried. For
+        a claim comparing one store with itself (a scaling claim), ``floor``
+        is a pair of rows: the same work done bare, at both sizes.
+        """
         entry: dict[str, Any] = {
             "issue": issue,
             "claim": claim,
@@ -250,5 +259,11 @@ class Results:
             ratio = num[metric] / den[metric] if den[metric] else float("inf")
             holds = ratio <= bound if op == "<=" else ratio >= bound
             entry.update(ratio=round(ratio, 4), holds=bool(holds))
+            if isinstance(floor, tuple):
+                low, base = self.rows.get(floor[0]), self.rows.get(floor[1])
+            else:
+                low, base = (self.rows.get(floor), den) if floor else (None, None)
+            if low is not None and base is not None and base[metric]:
+                entry.update(floor=floor, floor_ratio=round(low[metric] / base[metric], 4))
         self.limits.append(entry)
         return entry

@@ -96,6 +96,57 @@ def _snapshot_restore_diff(cfg: Config, res: Results, workdir: Path) -> None:
             )
     for store in stores.values():
         store.close()
+    _restore_floor(cfg, res, workdir, entries_of)
+
+
+def _restore_floor(
+    cfg: Config, res: Results, workdir: Path, entries_of: dict[int, list[tuple[str, str, Any]]]
+) -> None:
+    """The write pattern of a restore done bare: k random keys rewritten in one transaction.
+
+    Same keys and value sizes as the restore rows, in a one-table apsw file
+    (WAL, NORMAL) per size. How this grows from 1,000 to 100,000 entries is
+    what SQLite itself costs for writes scattered over a larger file.
+    """
+    import apsw
+
+    rng = cfg.rng("disk.restore_floor")
+    ops: list[Op] = []
+    for n, entries in entries_of.items():
+        conn = _bare(workdir / f"restore-floor-{n}.db", "NORMAL")
+        conn.execute("BEGIN")
+        for start in range(0, len(entries), 2_000):
+            conn.executemany(
+                "INSERT OR REPLACE INTO kv VALUES (?, ?, ?)",
+                [(ns, key, ss.dumps(value)) for ns, key, value in entries[start : start + 2_000]],
+            )
+        conn.execute("COMMIT")
+        for k in cfg.disk_changes:
+            batches = [
+                [(ss.dumps(v), ns, key) for ns, key, v in pick_changes(rng, entries, k, r)]
+                for r in range(8)
+            ]
+
+            def rewrite(i: int, c: apsw.Connection = conn, b: list[Any] = batches) -> None:
+                c.execute("BEGIN IMMEDIATE")
+                c.executemany("UPDATE kv SET value = ? WHERE ns = ? AND key = ?", b[i % 8])
+                c.execute("COMMIT")
+
+            ops.append(Op(f"{k}.{n}", rewrite))
+    calls = max(20, cfg.iters // 10)
+    samples = interleave(ops, calls=calls, rounds=cfg.rounds, warmup=5)
+    for n in entries_of:
+        for k in cfg.disk_changes:
+            res.add(
+                f"disk.restore.floor.{k}.{n}",
+                latency_stats(samples[f"{k}.{n}"]),
+                section="disk",
+                group="restore_floor",
+                subject=f"bare apsw: {k} random keys rewritten in one transaction",
+                fsync="WAL, synchronous=NORMAL",
+                param=n,
+                changes=k,
+            )
 
 
 _BARE_SCHEMA = """
@@ -210,6 +261,7 @@ def section_disk(cfg: Config, res: Results, workdir: Path) -> None:
         "disk.snapshot.1000",
         2.0,
     )
+    big, small = max(cfg.disk_sizes), min(cfg.disk_sizes)
     for k in (1, 100):
         for op in ("restore", "diff"):
             res.limit(
@@ -218,6 +270,9 @@ def section_disk(cfg: Config, res: Results, workdir: Path) -> None:
                 f"disk.{op}.{k}.100000",
                 f"disk.{op}.{k}.1000",
                 2.0,
+                floor=(f"disk.restore.floor.{k}.{big}", f"disk.restore.floor.{k}.{small}")
+                if op == "restore"
+                else None,
             )
     res.limit(
         3,

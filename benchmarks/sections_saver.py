@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from run import Config
 
 SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+DECODE_FLOOR = "floor: serializer decode"
+PUT_FLOOR = "floor: encode + bare INSERT"
 
 
 def _have(module: str, attr: str) -> bool:
@@ -43,6 +45,40 @@ def _fill(saver: Any, thread: str, stream: CheckpointStream, count: int) -> None
     for cp, meta, versions in stream.items[:count]:
         saver.put(_cfg(thread, parent), dict(cp), meta, versions)
         parent = cp["id"]
+
+
+def _decode_floor(stream: CheckpointStream) -> Callable[[int], object]:
+    """Decoding the thread's 10 newest checkpoints with LangGraph's serializer, no store.
+
+    Every saver returning those checkpoints does at least this (the peers
+    decode the same channel values, split differently).
+    """
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = JsonPlusSerializer()
+    newest = [serde.dumps_typed(cp) for cp, _, _ in stream.items[-10:]]
+    loads = serde.loads_typed
+    return lambda i: [loads(typed) for typed in newest]
+
+
+def _bare_put(path: Path) -> Callable[[dict[str, Any]], object]:
+    """The least a durable put does: encode the checkpoint, one apsw INSERT, WAL, NORMAL."""
+    import apsw
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS t (thread TEXT, id TEXT, v BLOB, PRIMARY KEY (thread, id))"
+    )
+    dumps = JsonPlusSerializer().dumps_typed
+    insert = "INSERT OR REPLACE INTO t VALUES ('put', ?1, ?2)"
+
+    def put(checkpoint: dict[str, Any]) -> object:
+        return conn.execute(insert, (checkpoint["id"], dumps(checkpoint)[1]))
+
+    return put
 
 
 def _sqlite_saver(path: Path, synchronous: str | None) -> tuple[Any, str]:
@@ -70,6 +106,7 @@ class _Group:
         *,
         after_fill: Callable[[], None] | None = None,
         setup: str | None = None,
+        put_floor: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         self.name, self.savers, self.fsync = name, savers, fsync
         # Thread ids start with ``prefix`` so a shared server never mixes runs.
@@ -78,6 +115,8 @@ class _Group:
         # (the postgres group refreshes table statistics there); ``setup``
         # says what it did, in every row.
         self.after_fill, self.setup = after_fill, setup
+        # The least a durable put must do, measured beside the savers' puts.
+        self.put_floor = put_floor
 
     def run(self, cfg: Config, res: Results, lengths: list[int], scale: int = 1) -> None:
         rng = cfg.rng(f"{self.name}.stream")
@@ -110,6 +149,7 @@ class _Group:
             )
             for label, saver in self.savers.items()
         ]
+        listing.append(Op(DECODE_FLOOR, _decode_floor(grow)))
         listed = interleave(listing, calls=list_calls, rounds=cfg.rounds, warmup=5)
 
         put_thread = f"{self.prefix}put"
@@ -125,12 +165,11 @@ class _Group:
         for saver in self.savers.values():
             first, meta, versions = put_stream.items[0]
             saver.put(_cfg(put_thread), dict(first), meta, versions)
-        puts = interleave(
-            [Op(label, put_op(saver)) for label, saver in self.savers.items()],
-            calls=calls,
-            rounds=cfg.rounds,
-            warmup=cfg.warmup,
-        )
+        put_ops = [Op(label, put_op(saver)) for label, saver in self.savers.items()]
+        if self.put_floor is not None:
+            floor = self.put_floor
+            put_ops.append(Op(PUT_FLOOR, lambda i: floor(put_stream.items[i + 1][0])))
+        puts = interleave(put_ops, calls=calls, rounds=cfg.rounds, warmup=cfg.warmup)
         last = _cfg(put_thread, put_stream.items[calls + cfg.warmup][0]["id"])
         pending = interleave(
             [
@@ -183,6 +222,26 @@ class _Group:
                 param=None,
                 **meta,
             )
+        floor_meta = {"section": section, "saver_group": self.name, "saver": "floor"}
+        res.add(
+            f"{self.name}.list10.floor.{longest}",
+            latency_stats(listed[DECODE_FLOOR]),
+            group="floor",
+            subject="LangGraph's serializer decoding the 10 newest checkpoints, no store",
+            param=longest,
+            fsync="none (no store)",
+            **floor_meta,
+        )
+        if self.put_floor is not None:
+            res.add(
+                f"{self.name}.put.floor",
+                latency_stats(puts[PUT_FLOOR]),
+                group="floor",
+                subject="serializer encode + one bare apsw INSERT OR REPLACE of its bytes",
+                param=None,
+                fsync="WAL, synchronous=NORMAL",
+                **floor_meta,
+            )
 
 
 def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
@@ -221,7 +280,8 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
     for label, level in (("SqliteSaver NORMAL", "NORMAL"), ("SqliteSaver shipped", None)):
         durable[label], actual = _sqlite_saver(workdir / f"{label.split()[1]}.sqlite", level)
         fsync[label] = f"WAL, synchronous={actual}"
-    _Group("durable", durable, fsync).run(cfg, res, lengths)
+    put_floor = _bare_put(workdir / "floor.db") if have_disk else None
+    _Group("durable", durable, fsync, put_floor=put_floor).run(cfg, res, lengths)
     for saver in durable.values():
         close = getattr(getattr(saver, "store", None), "close", None) or getattr(
             getattr(saver, "conn", None), "close", None
@@ -261,6 +321,7 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
         f"memory.list10.{ours}.2000",
         f"memory.list10.{peer}.2000",
         0.25,
+        floor="memory.list10.floor.2000",
     )
     normal, full = "SwarmStateSaver(DiskStore NORMAL)", "SwarmStateSaver(DiskStore FULL)"
     res.limit(
@@ -269,6 +330,7 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
         f"durable.put.{normal}",
         "durable.put.SqliteSaver NORMAL",
         0.7,
+        floor="durable.put.floor",
     )
     res.limit(
         4,
@@ -305,6 +367,7 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
         f"durable.list10.{normal}.2000",
         "durable.list10.SqliteSaver shipped.2000",
         0.5,
+        floor="durable.list10.floor.2000",
     )
     del top
 
