@@ -589,7 +589,7 @@ def _postgres(doc: dict[str, Any]) -> list[str]:
     return _figures(
         doc,
         [
-            Fig("`put` (one write transaction, two entries)", f"postgres.put.{_PG}"),
+            Fig("`put` (one write transaction)", f"postgres.put.{_PG}"),
             Fig("`put`, PostgresSaver", "postgres.put.PostgresSaver"),
             Fig("`put_writes` (3 writes)", f"postgres.put_writes.{_PG}"),
             Fig("latest read, 5 checkpoints", f"postgres.latest.{_PG}.5"),

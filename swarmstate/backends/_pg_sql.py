@@ -387,6 +387,43 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         END
         $do$""",
     ),
+    (
+        # set_many(items, ensure=...), version 5, in one statement: entries
+        # written only where their key has no live value, then the items.
+        # The ensured keys are checked under the store's lock, so a concurrent
+        # delete cannot slip between the check and the write. When they all
+        # exist (the usual case: a run index entry written once) this is one
+        # lookup each and one put_many of the items: no write for them.
+        """
+        CREATE FUNCTION {schema}.put_ensure(
+            e_ns bytea[], e_key bytea[], e_value bytea[],
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            m_ns bytea[] := '{{}}';
+            m_key bytea[] := '{{}}';
+            m_value bytea[] := '{{}}';
+            ensured bigint := 0;
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            -- Key by key: each lookup is planned on the unique index, whatever
+            -- the statistics (a set-based anti join was planned with a scan).
+            FOR i IN 1 .. coalesce(cardinality(e_ns), 0) LOOP
+                PERFORM 1 FROM {schema}.entries
+                WHERE ns = e_ns[i] AND key = e_key[i] AND deleted_v IS NULL;
+                IF NOT FOUND THEN
+                    m_ns := m_ns || e_ns[i];
+                    m_key := m_key || e_key[i];
+                    m_value := m_value || e_value[i];
+                END IF;
+            END LOOP;
+            IF cardinality(m_ns) > 0 THEN
+                ensured := {schema}.put_many(m_ns, m_key, m_value, true);
+            END IF;
+            RETURN ensured + {schema}.put_many(p_ns, p_key, p_value, p_if_absent);
+        END
+        $fn$""",
+    ),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
@@ -452,6 +489,26 @@ PUT_MANY: Final = "SELECT {schema}.put_many(%b, %b, %b, %s)"
 # lists adapted as binary arrays cost ~13 µs of client CPU per call.
 PUT_ONE: Final = """
 SELECT {schema}.put_many(ARRAY[%b::bytea], ARRAY[%b::bytea], ARRAY[%b::bytea], false)"""
+
+# Ensured entries then items, as arrays (large batches); small ones use a
+# statement with server-built arrays (put_ensure_sql), cheaper to adapt.
+PUT_ENSURE: Final = "SELECT {schema}.put_ensure(%b, %b, %b, %b, %b, %b, %s)"
+
+
+def put_ensure_sql(ensured: int, items: int) -> str:
+    """``put_ensure`` for ``ensured`` + ``items`` entries, one bytes parameter each.
+
+    The parameters are the ensured entries' namespaces, keys and values, then
+    the items', then ``if_absent``; ``{schema}`` is still to be filled.
+    """
+
+    def array(n: int) -> str:
+        # An empty array literal; its braces doubled for the format step.
+        return "ARRAY[" + ", ".join(["%b::bytea"] * n) + "]" if n else "'{{}}'::bytea[]"
+
+    arrays = [array(ensured)] * 3 + [array(items)] * 3
+    return f"SELECT {{schema}}.put_ensure({', '.join(arrays)}, %s)"
+
 
 REMOVE_MANY: Final = "SELECT {schema}.remove_many(%(ns)b, %(key)b)"
 

@@ -78,6 +78,9 @@ _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 
 
+_SMALL_BATCH = 8  # entries up to which put_ensure takes one parameter per value
+
+
 def _put_many_params(
     batch: Sequence[tuple[str, str, Any]], if_absent: bool, raw: bool
 ) -> tuple[list[bytes], list[bytes], list[bytes], bool] | None:
@@ -194,7 +197,7 @@ class PostgresStore(BaseStore):
         self._closed = False
         self._lock = threading.Lock()
         self._uid_value: str | None = None
-        ident = sql.Identifier(schema)
+        ident = self._ident = sql.Identifier(schema)
         self._sql: dict[str, str] = {
             name: sql.SQL(text).format(schema=ident).as_string(None)
             for name, text in vars(q).items()
@@ -494,23 +497,24 @@ class PostgresStore(BaseStore):
                 return 0
             written = int(self._scalar("PUT_MANY", params))
             return written if if_absent else len(batch)
-        self._ready()
-        text = self._sql["PUT_MANY"]
-
-        def work(conn: psycopg.Connection[Any]) -> int:
-            # One transaction, one round trip: the ensured entries, then the items.
-            with conn.pipeline():
-                first = conn.cursor(row_factory=tuple_row, binary=True)
-                first.execute(text, defaults)
-                if params is not None:
-                    second = conn.cursor(row_factory=tuple_row, binary=True)
-                    second.execute(text, params)
-            total = int(_one(first.fetchone()))
-            if params is not None:
-                total += int(_one(second.fetchone())) if if_absent else len(batch)
-            return total
-
-        return self._run(work)
+        e_ns, e_key, e_value, _ = defaults
+        p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
+        ensured, count = len(e_ns), len(p_ns)
+        if ensured + count <= _SMALL_BATCH:
+            # Few entries: one bytes parameter each, arrays built by the server.
+            name = f"PUT_ENSURE_{ensured}_{count}"
+            if name not in self._sql:
+                text = q.put_ensure_sql(ensured, count)
+                self._sql[name] = sql.SQL(text).format(schema=self._ident).as_string(None)
+            args: tuple[Any, ...] = (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
+        else:
+            name = "PUT_ENSURE"
+            args = (e_ns, e_key, e_value, p_ns, p_key, p_value, if_absent)
+        written = int(self._scalar(name, args))
+        if if_absent:
+            return written
+        # Every distinct item is written; count duplicates as the other stores do.
+        return written - count + len(batch)
 
     def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
         unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in _checked_pairs(pairs))

@@ -500,3 +500,12 @@ def test_insert_or_ignore_counts_only_what_it_wrote_with_shared_raw_values(
     assert store.set_many([("a", "y", nil)], ensure=[("i", "k", nil)], raw=True) == 1
     assert store.set_many([("a", "x", nil), ("a", "z", nil)], if_absent=True, raw=True) == 1
     assert store.keys("a") == ["x", "y", "z"]
+
+
+def test_set_many_ensure_with_a_large_batch(store: ss.BaseStore) -> None:
+    store.set_many([("index", f"e{i}", "old") for i in range(0, 10, 2)])
+    items = [("data", f"k{i:02d}", i) for i in range(12)]
+    ensure = [("index", f"e{i}", "new") for i in range(10)]
+    assert store.set_many(items, ensure=ensure) == 12 + 5
+    assert store.get_many([("index", f"e{i}") for i in range(4)]) == ["old", "new", "old", "new"]
+    assert store.items("data", start="k10") == [("k10", 10), ("k11", 11)]
