@@ -596,6 +596,22 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write(db: Path, level: str) ->
         store.set("stream", "after", 1)  # the file is writable again
 
 
+def test_a_single_ensured_write_keeps_what_a_snapshot_needs(db: Path) -> None:
+    # Ensured entries beside a row a snapshot needs: the old value stays for it.
+    store = DiskStore(db)
+    store.set_many([("data", "k", "v1"), ("index", "i", None)])
+    snap = store.snapshot()
+    assert store.set_many([("data", "k", "v2")], ensure=[("index", "i", None)]) == 1
+    assert store.set_many([("data", "k", "v3")], ensure=[("index", "i", None)]) == 1
+    assert store.set_many([("data", "k", "v4")], ensure=[("index", "new", 0)]) == 2
+    assert (store.get("data", "k"), snap.get("data", "k")) == ("v4", "v1")
+    assert store.get("index", "new") == 0
+    store.restore(snap)
+    assert store.get("data", "k") == "v1"
+    assert not store.contains("index", "new")
+    store.close()
+
+
 def test_one_batch_mixes_new_keys_fresh_rows_and_rows_a_snapshot_needs(db: Path) -> None:
     # set_many writes most rows in place and ends only the versions a
     # snapshot still needs; one batch holding all three cases, twice the

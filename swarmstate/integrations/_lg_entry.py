@@ -20,6 +20,7 @@ This module has no LangGraph import; the serializer is passed in.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import msgpack
@@ -31,6 +32,7 @@ __all__ = ["decode", "encode", "head"]
 
 _SERDE: int = 0x94  # fixarray of 4: the serializer's own document
 _TYPED: int = 0x96  # fixarray of 6: typed pairs in the store's codec
+_PAGE = 4096
 
 
 class _NeedsSerializer(Exception):
@@ -67,8 +69,16 @@ def decode(serde: Any, data: bytes) -> tuple[Any, str | None, Any]:
 def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
     """``(metadata, parent id, run id)`` of stored bytes, leaving the checkpoint undecoded."""
     if data[0] == _SERDE:
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_refuse_ext)
-        unpacker.feed(data)
+        # Streamed a page at a time: a large checkpoint is neither copied nor read
+        # past its head (and no buffer limit applies to it).
+        unpacker = msgpack.Unpacker(
+            io.BytesIO(data),
+            read_size=_PAGE,
+            max_buffer_size=max(len(data), _PAGE),
+            raw=False,
+            strict_map_key=False,
+            ext_hook=_refuse_ext,
+        )
         unpacker.read_array_header()
         try:
             return unpacker.unpack(), unpacker.unpack(), unpacker.unpack()
