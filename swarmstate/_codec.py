@@ -34,7 +34,9 @@ class Ext(NamedTuple):
 
     swarmstate never makes these itself; they appear when stored bytes came
     from another msgpack writer (LangGraph's serializer keeps its objects this
-    way), and :func:`dumps` writes them back unchanged.
+    way), and :func:`dumps` writes them back unchanged. Codes 0 to 127 (the
+    application range) can be written; others, such as msgpack's own
+    timestamp (-1), decode but are refused by :func:`dumps`.
     """
 
     code: int
@@ -43,9 +45,13 @@ class Ext(NamedTuple):
 
 def _ext_default(obj: Any) -> Any:
     """ormsgpack's hook for the types it does not pack itself: only :class:`Ext`."""
-    if type(obj) is Ext:
+    if type(obj) is Ext and _writable_ext(obj):
         return ormsgpack.Ext(obj.code, obj.data)
     raise TypeError(f"Type is not msgpack serializable: {type(obj).__name__}")
+
+
+def _writable_ext(ext: Ext) -> bool:
+    return type(ext.code) is int and 0 <= ext.code <= 127 and type(ext.data) is bytes
 
 
 def _ext_hook(code: int, data: bytes) -> Ext:
@@ -130,6 +136,12 @@ def _explain(obj: Any, exc: Exception) -> Exception:
                         "dict keys must be str"
                     )
                 stack.append((v, f"{path}[{k!r}]", depth + 1))
+        elif kind is Ext and not _writable_ext(item):
+            return UnsupportedTypeError(
+                f"{path} is an extension value with code {item.code!r} and "
+                f"{type(item.data).__name__} data; swarmstate writes extension codes "
+                "0 to 127 with bytes data"
+            )
         elif kind not in _SCALARS:
             return UnsupportedTypeError(
                 f"{path} is of type {kind.__module__}.{kind.__qualname__}, which "

@@ -125,3 +125,8 @@ def test_extension_values_from_other_writers_round_trip_unchanged() -> None:
     assert value["m"] == ss.Ext(5, b"\x93\x01\x02\x03")
     assert ss.dumps(value) == other
     assert ss.loads(ss.dumps([ss.Ext(127, b"")])) == [ss.Ext(127, b"")]
+    timestamp = b"\xd6\xff" + b"\x00" * 4  # fixext 4 of type -1: msgpack's timestamp
+    assert ss.loads(timestamp) == ss.Ext(-1, b"\x00" * 4)  # read, but not written back
+    for bad in (ss.Ext(-1, b""), ss.Ext(128, b""), ss.Ext(1, bytearray(b"x"))):
+        with pytest.raises(ss.UnsupportedTypeError, match=r"value\['e'\] is an extension"):
+            ss.dumps({"e": bad})

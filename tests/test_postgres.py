@@ -244,6 +244,10 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
         v1.set_many([("ns", "a", 1), ("ns", "b", "two")])
         snap_id = v1.snapshot().id
         v1.set_many([("ns", "a", 10), ("ns", "c", [3])])
+        # ensure= (put_ensure comes with version 5) works before the migration too.
+        assert v1.set_many([("ix", "x", 0)], ensure=[("ix", "i", 1), ("ns", "a", 0)]) == 2
+        assert v1.get_many([("ix", "i"), ("ns", "a")]) == [1, 10]
+        v1.delete_many([("ix", "x"), ("ix", "i")])
     store = pg_store_factory(schema=schema)  # setup() migrates to the latest version
     assert _count_rows(pg_conninfo, schema, "migrations") == _pg_sql.SCHEMA_VERSION
     assert store.items("ns") == [("a", 10), ("b", "two"), ("c", [3])]

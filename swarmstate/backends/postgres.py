@@ -79,6 +79,7 @@ _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 
 
 _SMALL_BATCH = 8  # entries up to which put_ensure takes one parameter per value
+_PUT_ENSURE_SINCE = 5  # the migration that adds put_ensure
 
 
 def _put_many_params(
@@ -197,6 +198,7 @@ class PostgresStore(BaseStore):
         self._closed = False
         self._lock = threading.Lock()
         self._uid_value: str | None = None
+        self._version = 0  # the schema's migration version, read with the uid
         ident = self._ident = sql.Identifier(schema)
         self._sql: dict[str, str] = {
             name: sql.SQL(text).format(schema=ident).as_string(None)
@@ -348,6 +350,7 @@ class PostgresStore(BaseStore):
             )
         uid, version = rows[0]
         _check_version(self.schema, version)
+        self._version = int(version or 0)
         self._uid_value = uid
 
     @property
@@ -500,6 +503,9 @@ class PostgresStore(BaseStore):
         e_ns, e_key, e_value, _ = defaults
         p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
         ensured, count = len(e_ns), len(p_ns)
+        self._ready()
+        if self._version < _PUT_ENSURE_SINCE:
+            return self._put_ensure_before_v5(defaults, params, if_absent, len(batch))
         if ensured + count <= _SMALL_BATCH:
             # Few entries: one bytes parameter each, arrays built by the server.
             name = f"PUT_ENSURE_{ensured}_{count}"
@@ -515,6 +521,34 @@ class PostgresStore(BaseStore):
             return written
         # Every distinct item is written; count duplicates as the other stores do.
         return written - count + len(batch)
+
+    def _put_ensure_before_v5(
+        self,
+        defaults: tuple[list[bytes], list[bytes], list[bytes], bool],
+        params: tuple[list[bytes], list[bytes], list[bytes], bool] | None,
+        if_absent: bool,
+        items: int,
+    ) -> int:
+        """``set_many(ensure=)`` on a schema not yet migrated to version 5.
+
+        Until ``setup()`` runs, the two ``put_many`` calls go in one
+        transaction (one round trip): the ensured entries, then the items.
+        """
+        text = self._sql["PUT_MANY"]
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            with conn.pipeline():
+                first = conn.cursor(row_factory=tuple_row, binary=True)
+                first.execute(text, defaults)
+                if params is not None:
+                    second = conn.cursor(row_factory=tuple_row, binary=True)
+                    second.execute(text, params)
+            total = int(_one(first.fetchone()))
+            if params is not None:
+                total += int(_one(second.fetchone())) if if_absent else items
+            return total
+
+        return self._run(work)
 
     def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
         unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in _checked_pairs(pairs))

@@ -28,7 +28,7 @@ import msgpack
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import DecodeError
 
-__all__ = ["decode", "encode", "head"]
+__all__ = ["decode", "encode", "encode_typed", "head"]
 
 _SERDE: int = 0x94  # fixarray of 4: the serializer's own document
 _TYPED: int = 0x96  # fixarray of 6: typed pairs in the store's codec
@@ -45,11 +45,22 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 
 def encode(
     serde: Any, checkpoint: Any, metadata: Any, parent_id: str | None, run_id: str | None
-) -> bytes:
-    """The stored bytes of one checkpoint with its metadata, parent and run id."""
+) -> bytes | None:
+    """The stored bytes of one checkpoint with its metadata, parent and run id.
+
+    None when ``serde`` did not write plain msgpack for the whole entry: then
+    :func:`encode_typed` is the layout to use.
+    """
     kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint])
     if kind == "msgpack" and data[:1] == b"\x94":
         return bytes(data)
+    return None
+
+
+def encode_typed(
+    serde: Any, checkpoint: Any, metadata: Any, parent_id: str | None, run_id: str | None
+) -> bytes:
+    """The six-element layout: the checkpoint and the metadata as typed pairs."""
     return dumps([*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata), parent_id, run_id])
 
 
@@ -59,11 +70,7 @@ def decode(serde: Any, data: bytes) -> tuple[Any, str | None, Any]:
         metadata, parent_id, _, checkpoint = serde.loads_typed(("msgpack", data))
         return metadata, parent_id, checkpoint
     entry = _typed(data)
-    return (
-        serde.loads_typed((entry[2], entry[3])),
-        entry[4],
-        serde.loads_typed((entry[0], entry[1])),
-    )
+    return _metadata(serde, entry), entry[4], serde.loads_typed((entry[0], entry[1]))
 
 
 def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
@@ -86,7 +93,13 @@ def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
             metadata, parent_id, run_id, _ = serde.loads_typed(("msgpack", data))
             return metadata, parent_id, run_id
     entry = _typed(data)
-    return serde.loads_typed((entry[2], entry[3])), entry[4], entry[5]
+    return _metadata(serde, entry), entry[4], entry[5]
+
+
+def _metadata(serde: Any, entry: list[Any]) -> Any:
+    # swarmstate 0.1.0 before this layout stored plain metadata as it is,
+    # with None for its type: still read as written.
+    return entry[3] if entry[2] is None else serde.loads_typed((entry[2], entry[3]))
 
 
 def _typed(data: bytes) -> list[Any]:

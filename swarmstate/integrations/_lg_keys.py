@@ -16,9 +16,11 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
 
-A checkpoint entry is ``[type, checkpoint bytes, type, metadata bytes,
-parent id, run id]``. A checkpoint key ends in :data:`CHECKPOINT`; a write
-key ends in its index's last digit, so the last character tells them apart.
+A checkpoint entry's value (its layouts: :mod:`._lg_entry`) holds the
+checkpoint with its metadata, parent id and run id; a pending write's is
+``[task id, idx, task path, channel, type, bytes]``. A checkpoint key ends in
+:data:`CHECKPOINT`; a write key ends in its index's last digit, so the last
+character tells them apart.
 The run index holds one entry per run and (thread, checkpoint namespace) it
 wrote to, and the thread one entry per run it saw (the way back, so deleting
 a thread finds its index entries without reading its checkpoints). Both are

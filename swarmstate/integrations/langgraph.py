@@ -11,9 +11,10 @@ Storage layout and key encoding live in :mod:`swarmstate.integrations._lg_keys`.
 Design points:
 
 * One store entry holds a whole checkpoint (channel values included), so a
-  put is one serializer call and one store write, and a read is one range
-  query: a checkpoint's pending writes sort right after it. The writes of
-  one ``put_writes`` land in one ``set_many`` too.
+  put is one store write (and, with LangGraph's serializer, one serializer
+  call whose bytes are stored as they are), and a read is one range query:
+  a checkpoint's pending writes sort right after it. The writes of one
+  ``put_writes`` land in one ``set_many`` too.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
   the store, correct when another process wrote it. Nothing about the
   store is cached here.
@@ -117,6 +118,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         # kept for the threads and runs in use: building them is a measurable
         # part of a put. Cleared when large.
         self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
 
     def __repr__(self) -> str:
@@ -156,7 +158,14 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         if type(run_id) is not str:
             run_id = None
         parent_id = conf.get("checkpoint_id") or None
-        data = E.encode(self.serde, checkpoint, stored_metadata, parent_id, run_id)
+        data = None
+        if not self._typed:
+            data = E.encode(self.serde, checkpoint, stored_metadata, parent_id, run_id)
+        if data is None:
+            # The serializer writes another format: typed pairs from now on,
+            # without first trying (and discarding) a whole-entry document.
+            self._typed = True
+            data = E.encode_typed(self.serde, checkpoint, stored_metadata, parent_id, run_id)
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
         entries = [(namespace, K.checkpoint_key(checkpoint_id), data)]
         if run_id is None:
@@ -456,10 +465,14 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of one thread; other threads are untouched."""
         thread_id = C.thread_id_of({"thread_id": thread_id})
+        # The run index first: a put landing between the two steps re-creates
+        # its index entry (the thread's checkpoints then go), and at worst an
+        # entry is left pointing at nothing. The other order could leave a
+        # checkpoint that its run's index no longer names.
         index = self._run_index_pairs(thread_id)
-        self.store.delete_prefix(K.thread_prefix(thread_id))
         if index:
             self.store.delete_many(index)
+        self.store.delete_prefix(K.thread_prefix(thread_id))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of one thread to another thread id.

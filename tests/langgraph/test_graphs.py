@@ -497,6 +497,48 @@ def test_saver_data_moves_between_backends_with_transfer(
         ]
 
 
+@pytest.mark.parametrize("step", ["namespaces", "keys", "delete_many", "delete_prefix"])
+def test_a_put_racing_delete_thread_never_leaves_a_checkpoint_its_run_cannot_find(
+    step: str,
+) -> None:
+    # A put of run R lands just before one step of delete_thread: whatever
+    # survives must still be found (and removed) by delete_for_runs([R]).
+    saver = SwarmStateSaver(ss.Store())
+    graph = chain_graph(saver)
+    run = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "R"}}
+    graph.invoke({"steps": []}, run)
+    store = saver.store
+    real = getattr(store, step)
+    fired = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        if not fired:
+            fired.append(step)
+            checkpoint = empty_checkpoint()
+            saver.put(cfg("t"), checkpoint, {"source": "loop", "step": 9, "run_id": "R"}, {})
+        return real(*args, **kwargs)
+
+    setattr(store, step, racing)
+    saver.delete_thread("t")
+    setattr(store, step, real)
+    assert fired == [step]
+    saver.delete_for_runs(["R"])
+    assert list(saver.list(cfg("t"))) == []
+
+
+def test_checkpoints_in_the_earlier_typed_layout_are_still_read(saver: SwarmStateSaver) -> None:
+    # Before this layout, 0.1.0 kept plain metadata as it is, with None for its type.
+    checkpoint = empty_checkpoint()
+    key = K.checkpoint_key(checkpoint["id"])
+    metadata = {"source": "input", "step": -1, "run_id": "old"}
+    entry = [*saver.serde.dumps_typed(checkpoint), None, metadata, None, "old"]
+    saver.store.set(K.scope("legacy", ""), key, entry)
+    found = saver.get_tuple(cfg("legacy"))
+    assert found is not None
+    assert (found.checkpoint["id"], found.metadata) == (checkpoint["id"], metadata)
+    assert [t.metadata for t in saver.list(cfg("legacy"), filter={"run_id": "old"})] == [metadata]
+
+
 def test_concurrent_put_writes_from_many_threads(saver: SwarmStateSaver) -> None:
     graph = chain_graph(saver)
     graph.invoke({"steps": []}, cfg("cw"))
