@@ -28,6 +28,13 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 README_BEGIN, README_END = "<!-- numbers:start -->", "<!-- numbers:end -->"
 
 
+_FLOOR_NOTE = (
+    "*floor*: where measured, the least any implementation does for that call "
+    "(LangGraph's serializer alone, or the same write done bare through apsw) as the "
+    "same ratio; a limit below its floor is out of reach for every store."
+)
+
+
 def _num(value: Any) -> str:
     if value is None:
         return "—"
@@ -106,12 +113,7 @@ def render(doc: dict[str, Any]) -> str:
             ]
         )
     out += _table(["issue", "claim", "rows", "limit", "ratio", "floor", "verdict"], lines)
-    out += [
-        "",
-        "A floor, where measured, is the least any implementation does for the same call "
-        "(LangGraph's serializer alone, or the same write done bare through apsw), as a "
-        "ratio to the same denominator: a limit below its floor cannot be met by any store.",
-    ]
+    out += ["", _FLOOR_NOTE]
 
     sections = [
         ("Store (in memory): snapshot, diff, set", dict(section="core", group="snapshot"), "param"),
@@ -224,12 +226,7 @@ def render_readme(doc: dict[str, Any]) -> str:
         for lim in doc["limits"]
     ]
     lines += _table(["issue", "claim", "ratio", "limit", "floor", "verdict", "rows"], table)
-    lines += [
-        "",
-        "*floor*: where measured, the least any implementation does for that call "
-        "(LangGraph's serializer alone, or the same write done bare through apsw) as the "
-        "same ratio; a limit below its floor is out of reach for every store.",
-    ]
+    lines += ["", _FLOOR_NOTE]
     lines += ["", README_END]
     return "\n".join(lines)
 
