@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 Entry = tuple[str, str, Any]
@@ -267,3 +268,26 @@ class Results:
                 entry.update(floor=floor, floor_ratio=round(low[metric] / base[metric], 4))
         self.limits.append(entry)
         return entry
+
+
+# -- floors ---------------------------------------------------------------------
+
+_BARE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    ns TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (ns, key)
+)
+"""
+
+
+def bare_apsw(path: Path, synchronous: str) -> Any:
+    """A floor's store: one apsw connection, WAL, the given synchronous level, one table.
+
+    ``kv(ns, key, value)`` keyed by ``(ns, key)``; no transaction or index of ours.
+    """
+    import apsw
+
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute(_BARE_SCHEMA)
+    return conn

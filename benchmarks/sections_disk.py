@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _harness import Results, blob_value, gen_entries, pick_changes
+from _harness import Results, bare_apsw, blob_value, gen_entries, pick_changes
 
 import swarmstate as ss
 from swarmstate._bench import Op, interleave, latency_stats, parallel_writers
@@ -113,7 +113,7 @@ def _restore_floor(
     rng = cfg.rng("disk.restore_floor")
     ops: list[Op] = []
     for n, entries in entries_of.items():
-        conn = _bare(workdir / f"restore-floor-{n}.db", "NORMAL")
+        conn = bare_apsw(workdir / f"restore-floor-{n}.db", "NORMAL")
         conn.execute("BEGIN")
         for start in range(0, len(entries), 2_000):
             conn.executemany(
@@ -149,24 +149,6 @@ def _restore_floor(
             )
 
 
-_BARE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (
-    ns TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (ns, key)
-)
-"""
-
-
-def _bare(path: Path, synchronous: str) -> Any:
-    """The floor: one apsw connection, WAL, the given synchronous level, one table."""
-    import apsw
-
-    conn = apsw.Connection(str(path))
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute(_BARE_SCHEMA)
-    return conn
-
-
 def _write_floor(cfg: Config, res: Results, workdir: Path, have_disk: bool) -> None:
     rng = cfg.rng("disk.floor")
     blobs = [blob_value(rng) for _ in range(16)]
@@ -180,7 +162,7 @@ def _write_floor(cfg: Config, res: Results, workdir: Path, have_disk: bool) -> N
         return (i + i // 256) % 16
 
     for level in ("NORMAL", "FULL"):
-        conn = _bare(workdir / f"bare-{level}.db", level)
+        conn = bare_apsw(workdir / f"bare-{level}.db", level)
         ops = [
             Op("bare", lambda i, c=conn: c.execute(sql, ("docs", keys[i % 256], encoded[pick(i)])))
         ]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _harness import CheckpointStream, Results
+from _harness import CheckpointStream, Results, bare_apsw
 
 from swarmstate._bench import Op, interleave, latency_stats
 
@@ -63,17 +63,11 @@ def _decode_floor(stream: CheckpointStream) -> Callable[[int], object]:
 
 def _bare_put(path: Path) -> Callable[[dict[str, Any]], object]:
     """The least a durable put does: encode the checkpoint, one apsw INSERT, WAL, NORMAL."""
-    import apsw
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    conn = apsw.Connection(str(path))
-    conn.execute("PRAGMA journal_mode = WAL").fetchall()
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS t (thread TEXT, id TEXT, v BLOB, PRIMARY KEY (thread, id))"
-    )
+    conn = bare_apsw(path, "NORMAL")
     dumps = JsonPlusSerializer().dumps_typed
-    insert = "INSERT OR REPLACE INTO t VALUES ('put', ?1, ?2)"
+    insert = "INSERT OR REPLACE INTO kv VALUES ('put', ?1, ?2)"
 
     def put(checkpoint: dict[str, Any]) -> object:
         return conn.execute(insert, (checkpoint["id"], dumps(checkpoint)[1]))

@@ -515,8 +515,7 @@ def _encoded(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[tuple[_Ke
         if type(entry) is tuple and len(entry) == 3:
             ns, key, value = entry
             if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
-                # The common case decided inline: ASCII str keys, raw bytes or a value.
-                append(((ns, key), value if raw and type(value) is bytes else encode(value, raw)))
+                append(((ns, key), encode(value, raw)))  # the common case decided inline
                 continue
         ns, key, value = check_items([entry])[0]  # raises, or accepts a list or non-ASCII key
         append(((ns, key), encode(value, raw)))

@@ -121,18 +121,35 @@ class DiskStore(BaseStore):
 
         Processes opening a new file at the same moment contend for it while
         one of them switches the journal mode, and SQLite reports that as
-        busy at once, without waiting in its busy handler. So the sequence is
-        retried, with a growing pause, until ``busy_timeout`` runs out.
+        busy at once, without waiting in its busy handler: the whole sequence
+        is retried.
         """
         conn = self._new_connection()
+
+        def open_file() -> str:
+            sql.identify(conn, self._file)
+            sql.use_wal(conn, self._file)
+            return sql.setup(conn, self._file)
+
+        return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
+
+    def _retry_busy(
+        self,
+        attempt: Callable[[], _T],
+        busy: tuple[type[apsw.Error], ...] = (apsw.BusyError,),
+    ) -> _T:
+        """Run ``attempt`` again, with a growing pause, while it fails busy.
+
+        SQLite's busy handler waits ``busy_timeout`` for a lock, but a few busy
+        cases skip it (WAL recovery by another process, another opener's
+        journal-mode switch); those are retried here within the same budget.
+        """
         deadline = time.monotonic() + self.busy_timeout
         pause = 0.001
         while True:
             try:
-                sql.identify(conn, self._file)
-                sql.use_wal(conn, self._file)
-                return sql.setup(conn, self._file)
-            except (apsw.BusyError, apsw.LockedError):
+                return attempt()
+            except busy:
                 if time.monotonic() + pause > deadline:
                     raise
             time.sleep(pause)
@@ -230,20 +247,7 @@ class DiskStore(BaseStore):
         return result
 
     def _begin_immediate(self, conn: Connection) -> None:
-        # SQLite's busy handler waits busy_timeout for the lock; a few busy
-        # cases (WAL recovery by another process) skip the handler, so retry
-        # them here within the same budget.
-        deadline = time.monotonic() + self.busy_timeout
-        delay = 0.001
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except apsw.BusyError:
-                if time.monotonic() + delay > deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
 
     def _read(self, action: str, body: Callable[[Connection], _T]) -> _T:
         """Run ``body`` in one read transaction: a consistent view, no write lock."""

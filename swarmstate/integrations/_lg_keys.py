@@ -121,7 +121,7 @@ def thread_prefix(thread_id: str) -> str:
 
 def scope(thread_id: str, checkpoint_ns: str) -> str:
     """The namespace holding one (thread, checkpoint namespace)'s checkpoints and writes."""
-    return f"{THREADS}{len(thread_id)}:{thread_id},{len(checkpoint_ns)}:{checkpoint_ns},c"
+    return _thread_namespace(thread_id, checkpoint_ns, CHECKPOINTS)
 
 
 def parse_scope(namespace: str) -> tuple[str, str] | None:
@@ -195,7 +195,11 @@ def parse_run_key(key: str) -> tuple[str, str]:
 
 def runs_seen(thread_id: str, checkpoint_ns: str) -> str:
     """Namespace listing (as ``F(run_id)`` keys) the runs that wrote to a thread namespace."""
-    return f"{THREADS}{len(thread_id)}:{thread_id},{len(checkpoint_ns)}:{checkpoint_ns},r"
+    return _thread_namespace(thread_id, checkpoint_ns, RUNS_SEEN)
+
+
+def _thread_namespace(thread_id: str, checkpoint_ns: str, kind: str) -> str:
+    return f"{THREADS}{field(thread_id)}{field(checkpoint_ns)}{kind}"
 
 
 def parse_runs_seen(namespace: str) -> tuple[str, str] | None:
