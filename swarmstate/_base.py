@@ -1,21 +1,38 @@
-"""The store contract every backend implements, and the one Snapshot class.
+"""The store contract: every public method, its argument checks, and the one Snapshot class.
 
-A backend subclasses :class:`BaseStore`. Required methods are abstract; the
-optional ones have correct (if not the fastest) defaults written in terms of
-the required ones, and a backend overrides them when it can do better.
+The public methods of a store live here, once. Each checks its arguments, in
+the order given below, then calls a protected primitive that the backend
+implements, and decodes what comes back. So every backend answers the same
+bad input with the same exception and the same message: a user never learns
+which backend they are on from behaviour, only from durability and speed.
 
-Required (abstract):
-    get_many, set_many, delete_many, keys, items, namespaces, count,
-    __len__, clear, snapshot, restore, snapshots,
+A backend subclasses :class:`BaseStore` and implements the primitives. They
+receive arguments already checked (str names without lone surrogates, a
+bool ``reverse``, a ``limit`` in range) and traffic in stored bytes; they
+never check or encode anything themselves.
+
+Required primitives (abstract):
+    _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
+    _put_many, _delete_many, clear, snapshot, _restore, snapshots,
     _snapshot_get, _snapshot_keys, _snapshot_diff.
 
-Optional (defaults here):
-    get, set, contains, delete, delete_prefix, copy_prefix, close,
-    __enter__/__exit__.
+Optional primitives (correct defaults here, built on the required ones):
+    _read, _put, _delete_prefix, _copy_prefix, close.
+
+Argument checks, first failure wins:
+    * names (namespace, key, prefix, range bounds): a ``str`` that has a
+      UTF-8 form (no lone surrogate), else :class:`InvalidKeyError`;
+    * ``keys``/``items``: namespace, start, stop, then ``reverse`` (a bool)
+      and ``limit`` (None or an int in ``0 .. 2**63 - 1``), else
+      :class:`InvalidArgumentError`;
+    * ``set_many``: the flags, then the ``ensure`` entries, then the items,
+      each entry's shape, namespace, key, then value (a codec error, or
+      :class:`InvalidArgumentError` for a raw value that is not bytes);
+    * pairs (``get_many``, ``delete_many``): each pair's shape, then its names.
 
 Ordering: keys within a namespace, and namespaces, are ordered by Unicode code
-point (Python's ``str`` order; SQLite's BINARY collation; PostgreSQL
-``COLLATE "C"``), so "latest" is the last key of a namespace whose keys sort
+point (Python's ``str`` order; SQLite's BINARY collation; byte order of UTF-8
+in PostgreSQL), so "latest" is the last key of a namespace whose keys sort
 by time, and a range costs the page, not the namespace.
 
 Prefix operations (``namespaces(prefix=...)``, ``delete_prefix``,
@@ -28,19 +45,53 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Final, TypedDict
+from typing import Any, Final, Protocol, Self, TypedDict
 
-from swarmstate._errors import (
-    InvalidArgumentError,
-    InvalidKeyError,
-    SnapshotError,
-    check_key,
-    check_namespace,
-)
+from swarmstate._codec import PACK_OPTIONS, encode, ext_default, loads, packb, refusal
+from swarmstate._errors import InvalidArgumentError, InvalidKeyError, SnapshotError
 
-__all__ = ["MISSING", "BaseStore", "Diff", "Snapshot", "prefix_upper_bound"]
+__all__ = [
+    "MAX_LIMIT",
+    "MISSING",
+    "BaseStore",
+    "Diff",
+    "Pair",
+    "Row",
+    "Snapshot",
+    "Values",
+    "check_flag",
+    "check_key",
+    "check_max_history",
+    "check_name",
+    "check_range",
+    "checked_pairs",
+    "encoded_rows",
+    "prefix_upper_bound",
+    "sorted_diff",
+]
+
+Pair = tuple[str, str]
+"""A ``(namespace, key)``."""
+Row = tuple[Pair, bytes]
+"""A checked, encoded batch entry: ``((namespace, key), stored bytes)``."""
+
+
+class Values(Protocol):
+    """A read-only view of a store's current values: what a point read needs."""
+
+    def get(self, pair: Pair, /) -> bytes | None:
+        """The stored bytes under ``pair``, or None."""
+
+
+class _PointReads:
+    """:class:`Values` over a backend's :meth:`BaseStore._read`."""
+
+    __slots__ = ("get",)
+
+    def __init__(self, read: Any) -> None:
+        self.get = read
 
 
 class _Missing:
@@ -53,7 +104,110 @@ class _Missing:
 MISSING: Final[Any] = _Missing()
 """Sentinel for "no value", distinct from a stored ``None``."""
 
+MAX_LIMIT: Final = 2**63 - 1
+"""The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""
+
 _MAX_CHAR = chr(0x10FFFF)
+
+
+# -- argument checks -----------------------------------------------------------
+
+
+def check_name(name: object, what: str = "namespace") -> None:
+    """Raise :class:`InvalidKeyError` unless ``name`` is a str every backend can store.
+
+    A lone surrogate (``"\\ud800"``) has no UTF-8 form, so no file or server
+    could store it; it is refused everywhere, not only by the durable backends.
+    """
+    if type(name) is not str:
+        raise InvalidKeyError(f"{what} must be a str, got {type(name).__name__}: {name!r}")
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidKeyError(
+                f"{what} {name!r} contains a lone surrogate, which has no UTF-8 "
+                "form; decode your input with errors='replace' or 'strict'"
+            ) from None
+
+
+def check_key(namespace: object, key: object) -> None:
+    """Raise :class:`InvalidKeyError` unless both parts of a key are valid names."""
+    check_name(namespace)
+    check_name(key, "key")
+
+
+def check_flag(value: object, what: str) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``value`` is True or False."""
+    if type(value) is not bool:
+        raise InvalidArgumentError(f"{what} must be True or False, got {value!r}")
+
+
+def check_max_history(max_history: object) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``max_history`` is None or a positive int."""
+    if max_history is not None and (type(max_history) is not int or max_history < 1):
+        raise InvalidArgumentError(
+            f"max_history must be a positive int or None, got {max_history!r}"
+        )
+
+
+def check_range(
+    namespace: object, start: object, stop: object, reverse: object, limit: object
+) -> None:
+    """The checks of ``keys``/``items``, with the common shapes decided inline."""
+    if type(namespace) is not str or not namespace.isascii():
+        check_name(namespace)
+    if start is not None:
+        check_name(start, "start")
+    if stop is not None:
+        check_name(stop, "stop")
+    if type(reverse) is not bool:
+        check_flag(reverse, "reverse")
+    if limit is not None and (type(limit) is not int or not 0 <= limit <= MAX_LIMIT):
+        raise InvalidArgumentError(
+            f"limit must be None or an int from 0 to 2**63 - 1, got {limit!r}; "
+            "pass None for no limit"
+        )
+
+
+def checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[Pair]:
+    """Materialize ``(namespace, key)`` pairs, each checked; raises before returning any."""
+    checked: list[Pair] = []
+    append = checked.append
+    for pair in pairs:
+        if type(pair) is tuple and len(pair) == 2:
+            ns, key = pair
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                append(pair)  # the common case decided inline
+                continue
+        if type(pair) not in (tuple, list) or len(pair) != 2:
+            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
+        check_key(pair[0], pair[1])
+        append((pair[0], pair[1]))
+    return checked
+
+
+def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
+    """Check and encode a batch, entry by entry; raises before returning anything.
+
+    Each entry's shape, namespace, key, then value: the first bad entry wins.
+    """
+    rows: list[Row] = []
+    append = rows.append
+    for entry in items:
+        if type(entry) is tuple and len(entry) == 3:
+            ns, key, value = entry
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                append(((ns, key), encode(value, raw)))  # the common case decided inline
+                continue
+        if type(entry) not in (tuple, list) or len(entry) != 3:
+            raise InvalidArgumentError(
+                f"set_many takes (namespace, key, value) tuples, got {entry!r}"
+            )
+        ns, key, value = entry
+        check_key(ns, key)
+        append(((ns, key), encode(value, raw)))
+    return rows
 
 
 def prefix_upper_bound(prefix: str) -> str | None:
@@ -76,15 +230,23 @@ class Diff(TypedDict):
     changed: list[tuple[str, str]]
 
 
+def sorted_diff(
+    added: Iterable[tuple[str, str]],
+    removed: Iterable[tuple[str, str]],
+    changed: Iterable[tuple[str, str]],
+) -> Diff:
+    """Build a :class:`Diff` with each list sorted."""
+    return {"added": sorted(added), "removed": sorted(removed), "changed": sorted(changed)}
+
+
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Snapshot:
     """An immutable view of a store at one moment.
 
     Taking one copies no data on any backend: it costs at most the writes
     since the previous snapshot, never the size of the state. Reading it goes
-    through the store
-    that took it. Two snapshots compare equal when they are the same snapshot
-    of the same store.
+    through the store that took it. Two snapshots compare equal when they are
+    the same snapshot of the same store.
 
     Attributes:
         id: Monotonic per store, starting at 1.
@@ -102,6 +264,9 @@ class Snapshot:
     count: int
     _store: BaseStore
     _payload: Any = None
+    # Random per snapshot and kept with it by durable backends: a copy of the
+    # file or schema shares the uid but not the tokens of later snapshots.
+    _token: int | None = None
 
     @property
     def keys(self) -> list[tuple[str, str]]:
@@ -126,7 +291,11 @@ class Snapshot:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Snapshot):
             return NotImplemented
-        return self.id == other.id and self._store._uid == other._store._uid
+        return (
+            self.id == other.id
+            and self._token == other._token
+            and self._store._uid == other._store._uid
+        )
 
     def __hash__(self) -> int:
         return hash((self.id, self._store._uid))
@@ -141,36 +310,52 @@ class Snapshot:
 class BaseStore(abc.ABC):
     """State keyed by ``(namespace, key)``; values kept as msgpack bytes.
 
-    See the module docstring for required and optional methods.
+    Args:
+        max_history: How many snapshots to retain (oldest evicted first);
+            None keeps every snapshot.
+
+    See the module docstring for the primitives a backend implements and the
+    order in which arguments are checked.
     """
 
     _uid: str
     """Identifies the store's data (a file keeps its uid across reopen)."""
 
-    # -- reads -----------------------------------------------------------
+    _values: Values
+    """Where ``get`` and ``contains`` look a pair up: the store's :meth:`_read`,
+    or a mapping of the current values that the backend keeps (the in-memory
+    store's dict, so a read costs no Python frame beyond ``get`` itself)."""
 
-    @abc.abstractmethod
-    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
-        """Values for each ``(namespace, key)``, in order; missing ones are None."""
+    def __init__(self, *, max_history: int | None = None) -> None:
+        check_max_history(max_history)
+        self.max_history = max_history
+        self._values = _PointReads(self._read)
+
+    # -- reads -----------------------------------------------------------
 
     def get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The value under ``(namespace, key)``, or ``default``."""
-        value = self._get_or_missing(namespace, key)
-        return default if value is MISSING else value
+        if (
+            type(namespace) is not str
+            or type(key) is not str
+            or not (namespace.isascii() and key.isascii())
+        ):
+            check_key(namespace, key)
+        data = self._values.get((namespace, key))
+        return default if data is None else loads(data)
 
     def contains(self, namespace: str, key: str) -> bool:
         """Whether ``(namespace, key)`` holds a value (even None)."""
-        return self._get_or_missing(namespace, key) is not MISSING
-
-    def _get_or_missing(self, namespace: str, key: str) -> Any:
-        """The value, or :data:`MISSING`; backends override for speed."""
         check_key(namespace, key)
-        found = self.items(namespace, start=key, limit=1)
-        if found and found[0][0] == key:
-            return found[0][1]
-        return MISSING
+        return self._values.get((namespace, key)) is not None
 
-    @abc.abstractmethod
+    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
+        """Values for each ``(namespace, key)``, in order; missing ones are None."""
+        checked = checked_pairs(pairs)
+        if not checked:
+            return []
+        return [None if data is None else loads(data) for data in self._read_many(checked)]
+
     def keys(
         self,
         namespace: str,
@@ -187,10 +372,11 @@ class BaseStore(abc.ABC):
             start: Inclusive lower bound, or None for the first key.
             stop: Exclusive upper bound, or None for no bound.
             reverse: Newest (largest) first.
-            limit: At most this many keys; None for all.
+            limit: At most this many keys (up to ``2**63 - 1``); None for all.
         """
+        check_range(namespace, start, stop, reverse, limit)
+        return self._range_keys(namespace, start, stop, reverse, limit)
 
-    @abc.abstractmethod
     def items(
         self,
         namespace: str,
@@ -206,14 +392,27 @@ class BaseStore(abc.ABC):
         With ``raw=True`` each value is its stored msgpack bytes, not decoded
         (what ``set_many(..., raw=True)`` takes back).
         """
+        check_range(namespace, start, stop, reverse, limit)
+        if type(raw) is not bool:
+            check_flag(raw, "raw")
+        rows = self._range_items(namespace, start, stop, reverse, limit)
+        if raw:
+            return rows
+        if len(rows) == 1:  # "latest": no comprehension frame
+            key, data = rows[0]
+            return [(key, loads(data))]
+        return [(key, loads(data)) for key, data in rows]
 
-    @abc.abstractmethod
     def namespaces(self, prefix: str | None = None) -> list[str]:
         """Namespaces holding at least one key, sorted; only those under ``prefix``."""
+        if prefix is not None:
+            check_name(prefix, "prefix")
+        return self._namespaces(prefix or "")
 
-    @abc.abstractmethod
     def count(self, namespace: str) -> int:
         """Number of keys in ``namespace``."""
+        check_name(namespace)
+        return self._count(namespace)
 
     @abc.abstractmethod
     def __len__(self) -> int:
@@ -223,9 +422,18 @@ class BaseStore(abc.ABC):
 
     def set(self, namespace: str, key: str, value: Any) -> None:
         """Store ``value`` under ``(namespace, key)``."""
-        self.set_many([(namespace, key, value)])
+        if (
+            type(namespace) is not str
+            or type(key) is not str
+            or not (namespace.isascii() and key.isascii())
+        ):
+            check_key(namespace, key)
+        try:  # dumps(value), inline: the hottest write saves a call
+            data = packb(value, default=ext_default, option=PACK_OPTIONS)
+        except TypeError as exc:
+            raise refusal(value, exc) from None
+        self._put((namespace, key), data)
 
-    @abc.abstractmethod
     def set_many(
         self,
         items: Iterable[tuple[str, str, Any]],
@@ -236,7 +444,7 @@ class BaseStore(abc.ABC):
     ) -> int:
         """Store every ``(namespace, key, value)`` atomically: all or nothing.
 
-        Every key and value (of ``items`` and ``ensure``) is validated and
+        Every key and value (of ``ensure`` and ``items``) is validated and
         encoded before anything changes, so one bad item raises and stores
         nothing. Later items win over earlier ones with the same key.
 
@@ -259,23 +467,29 @@ class BaseStore(abc.ABC):
         Returns:
             How many entries were written, ``ensure`` ones included.
         """
+        if type(if_absent) is not bool or type(raw) is not bool:
+            check_flag(if_absent, "if_absent")
+            check_flag(raw, "raw")
+        defaults = encoded_rows(ensure, raw) if ensure else []
+        rows = encoded_rows(items, raw)
+        if not rows and not defaults:
+            return 0
+        return self._put_many(rows, if_absent, defaults)
 
     def delete(self, namespace: str, key: str) -> bool:
         """Remove ``(namespace, key)``; True if it existed."""
-        return self.delete_many([(namespace, key)]) == 1
+        check_key(namespace, key)
+        return self._delete_many([(namespace, key)]) == 1
 
-    @abc.abstractmethod
     def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
         """Remove every ``(namespace, key)`` atomically; returns how many existed."""
+        checked = checked_pairs(pairs)
+        return self._delete_many(checked) if checked else 0
 
     def delete_prefix(self, prefix: str) -> int:
-        """Remove every entry whose namespace starts with ``prefix``; returns the count.
-
-        Backends override this to do it atomically without touching other
-        namespaces; this default is correct for a single writer only.
-        """
-        pairs = [(ns, k) for ns in self.namespaces(prefix) for k in self.keys(ns)]
-        return self.delete_many(pairs)
+        """Remove every entry whose namespace starts with ``prefix``; returns the count."""
+        check_name(prefix, "prefix")
+        return self._delete_prefix(prefix)
 
     def copy_prefix(self, source: str, target: str) -> int:
         """Copy every namespace under ``source`` to the same name under ``target``.
@@ -283,14 +497,9 @@ class BaseStore(abc.ABC):
         ``source + rest`` is copied to ``target + rest``; existing entries in
         the target namespaces are replaced. Returns how many entries were copied.
         """
-        check_namespace(source)
-        check_namespace(target)
-        batch = [
-            (target + ns[len(source) :], key, value)
-            for ns in self.namespaces(source)
-            for key, value in self.items(ns)
-        ]
-        return self.set_many(batch)
+        check_name(source, "source")
+        check_name(target, "target")
+        return self._copy_prefix(source, target)
 
     @abc.abstractmethod
     def clear(self) -> None:
@@ -302,13 +511,110 @@ class BaseStore(abc.ABC):
     def snapshot(self) -> Snapshot:
         """Record the current state without copying it; costs the writes since the last one."""
 
-    @abc.abstractmethod
     def restore(self, snapshot: Snapshot) -> None:
         """Make the current state equal ``snapshot``; costs the changes since it."""
+        self._check_own(snapshot)
+        self._restore(snapshot)
 
     @abc.abstractmethod
     def snapshots(self) -> list[Snapshot]:
         """The retained snapshots, oldest first."""
+
+    def _check_own(self, snapshot: object) -> None:
+        """Raise :class:`SnapshotError` unless ``snapshot`` belongs to this store.
+
+        Durable backends also check the snapshot's token against their own
+        record when they read it (see :meth:`_foreign`).
+        """
+        if not isinstance(snapshot, Snapshot):
+            raise SnapshotError(f"expected a swarmstate Snapshot, got {type(snapshot).__name__}")
+        if snapshot._store._uid != self._uid:
+            raise SnapshotError(
+                f"snapshot {snapshot.id} belongs to another store; restore or diff "
+                "snapshots only on the store that took them"
+            )
+
+    def _evicted(self, snapshot: Snapshot) -> SnapshotError:
+        return SnapshotError(
+            f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
+            "raise max_history to keep more snapshots"
+        )
+
+    def _foreign(self, snapshot: Snapshot) -> SnapshotError:
+        return SnapshotError(
+            f"snapshot {snapshot.id} belongs to another store: this store's snapshot "
+            f"{snapshot.id} is a different one (the data was copied from the store that "
+            "took it after the copy was made); restore or diff snapshots only on the "
+            "store that took them"
+        )
+
+    # -- the primitives a backend implements -------------------------------
+
+    def _read(self, pair: Pair) -> bytes | None:
+        """The stored bytes under ``pair``, or None."""
+        return self._read_many([pair])[0]
+
+    @abc.abstractmethod
+    def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
+        """The stored bytes under each pair (at least one), in order, read at one moment."""
+
+    @abc.abstractmethod
+    def _range_keys(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+    ) -> list[str]:
+        """Keys of ``namespace`` in ``[start, stop)``, ordered, at most ``limit``."""
+
+    @abc.abstractmethod
+    def _range_items(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+    ) -> list[tuple[str, bytes]]:
+        """``(key, stored bytes)`` of the same range as :meth:`_range_keys`."""
+
+    @abc.abstractmethod
+    def _namespaces(self, prefix: str) -> list[str]:
+        """Namespaces starting with ``prefix`` (all of them for ``""``), sorted."""
+
+    @abc.abstractmethod
+    def _count(self, namespace: str) -> int:
+        """Number of keys in ``namespace``."""
+
+    def _put(self, pair: Pair, data: bytes) -> None:
+        """Store ``data`` under ``pair``."""
+        self._put_many([(pair, data)], False, [])
+
+    @abc.abstractmethod
+    def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+        """Write ``ensure`` (where absent), then ``rows``, in one atomic step.
+
+        ``rows`` and ``ensure`` are not both empty and may repeat a key.
+        Returns what :meth:`set_many` returns.
+        """
+
+    @abc.abstractmethod
+    def _delete_many(self, pairs: list[Pair]) -> int:
+        """Remove the pairs (at least one, maybe repeated) atomically; how many existed."""
+
+    def _delete_prefix(self, prefix: str) -> int:
+        """Remove every entry under ``prefix``.
+
+        Backends override this to do it atomically without touching other
+        namespaces; this default is correct for a single writer only.
+        """
+        pairs = [(ns, k) for ns in self._namespaces(prefix) for k in self.keys(ns)]
+        return self._delete_many(pairs) if pairs else 0
+
+    def _copy_prefix(self, source: str, target: str) -> int:
+        """Copy the namespaces under ``source`` to ``target``; correct for one writer only."""
+        rows = [
+            ((target + ns[len(source) :], key), data)
+            for ns in self._namespaces(source)
+            for key, data in self._range_items(ns, None, None, False, None)
+        ]
+        return self._put_many(rows, False, []) if rows else 0
+
+    @abc.abstractmethod
+    def _restore(self, snapshot: Snapshot) -> None:
+        """Make the current state equal ``snapshot`` (checked to be of this store's uid)."""
 
     @abc.abstractmethod
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
@@ -322,22 +628,12 @@ class BaseStore(abc.ABC):
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         """Backend hook for :meth:`Snapshot.diff`."""
 
-    def _check_own(self, snapshot: object) -> None:
-        """Raise :class:`SnapshotError` unless ``snapshot`` belongs to this store."""
-        if not isinstance(snapshot, Snapshot):
-            raise SnapshotError(f"expected a swarmstate Snapshot, got {type(snapshot).__name__}")
-        if snapshot._store._uid != self._uid:
-            raise SnapshotError(
-                f"snapshot {snapshot.id} belongs to another store; restore or diff "
-                "snapshots only on the store that took them"
-            )
-
     # -- lifecycle -------------------------------------------------------
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Release resources; the in-memory store has none."""
+        """Release resources; idempotent. Later calls raise StoreClosedError where it matters."""
 
-    def __enter__(self) -> BaseStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -347,35 +643,3 @@ class BaseStore(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def sorted_diff(
-    added: Iterable[tuple[str, str]],
-    removed: Iterable[tuple[str, str]],
-    changed: Iterable[tuple[str, str]],
-) -> Diff:
-    """Build a :class:`Diff` with each list sorted."""
-    return {"added": sorted(added), "removed": sorted(removed), "changed": sorted(changed)}
-
-
-def check_range_args(limit: int | None, start: str | None, stop: str | None) -> None:
-    """Validate the shared range arguments of ``keys``/``items``."""
-    if type(limit) is int and limit >= 0 and start is None and stop is None:
-        return
-    if limit is not None and (type(limit) is not int or limit < 0):
-        raise InvalidArgumentError(f"limit must be a non-negative int or None, got {limit!r}")
-    for name, bound in (("start", start), ("stop", stop)):
-        if bound is not None and type(bound) is not str:
-            raise InvalidKeyError(f"{name} must be a str or None, got {type(bound).__name__}")
-
-
-def check_items(items: Iterable[tuple[str, str, Any]]) -> Sequence[tuple[str, str, Any]]:
-    """Materialize a batch and check every key; raises before anything is written."""
-    batch = list(items)
-    for entry in batch:
-        if type(entry) not in (tuple, list) or len(entry) != 3:
-            raise InvalidArgumentError(
-                f"set_many takes (namespace, key, value) tuples, got {entry!r}"
-            )
-        check_key(entry[0], entry[1])
-    return batch

@@ -15,7 +15,7 @@ error message. The happy path never walks the value in Python.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import ormsgpack
 
@@ -26,7 +26,7 @@ from swarmstate._errors import (
     ValueOutOfRangeError,
 )
 
-__all__ = ["Ext", "dumps", "encode", "loads"]
+__all__ = ["PACK_OPTIONS", "Ext", "dumps", "encode", "ext_default", "loads", "packb", "refusal"]
 
 
 class Ext(NamedTuple):
@@ -43,7 +43,7 @@ class Ext(NamedTuple):
     data: bytes
 
 
-def _ext_default(obj: Any) -> Any:
+def ext_default(obj: Any) -> Any:
     """ormsgpack's hook for the types it does not pack itself: only :class:`Ext`."""
     if type(obj) is Ext and _writable_ext(obj):
         return ormsgpack.Ext(obj.code, obj.data)
@@ -58,7 +58,7 @@ def _ext_hook(code: int, data: bytes) -> Ext:
     return Ext(code, data)
 
 
-_PACK_OPTIONS = (
+PACK_OPTIONS: Final = (
     ormsgpack.OPT_PASSTHROUGH_BIG_INT
     | ormsgpack.OPT_PASSTHROUGH_DATACLASS
     | ormsgpack.OPT_PASSTHROUGH_DATETIME
@@ -69,7 +69,9 @@ _PACK_OPTIONS = (
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _SCALARS = (type(None), bool, float, str, bytes, bytearray, memoryview, Ext)
-_packb = ormsgpack.packb
+packb: Final = ormsgpack.packb
+"""With ``default=ext_default, option=PACK_OPTIONS``, what :func:`dumps` runs; a
+hot path may call it inline and raise :func:`refusal` on ``TypeError``."""
 _unpackb = ormsgpack.unpackb
 
 
@@ -81,9 +83,9 @@ def dumps(obj: Any) -> bytes:
         ValueOutOfRangeError: an int does not fit 64 bits, or nesting is too deep.
     """
     try:
-        return _packb(obj, default=_ext_default, option=_PACK_OPTIONS)
+        return packb(obj, default=ext_default, option=PACK_OPTIONS)
     except TypeError as exc:
-        raise _explain(obj, exc) from None
+        raise refusal(obj, exc) from None
 
 
 def encode(value: Any, raw: bool) -> bytes:
@@ -114,7 +116,7 @@ def loads(data: bytes | bytearray | memoryview) -> Any:
         raise DecodeError(f"cannot decode {len(data)} bytes as msgpack: {exc}") from None
 
 
-def _explain(obj: Any, exc: Exception) -> Exception:
+def refusal(obj: Any, exc: Exception) -> Exception:
     """Find why ``obj`` cannot be encoded and build the error that says so."""
     stack: list[tuple[Any, str, int]] = [(obj, "value", 0)]
     while stack:

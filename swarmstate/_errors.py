@@ -5,12 +5,15 @@ resembles, so ``except TypeError`` keeps working for code that does not know
 about swarmstate::
 
     SwarmStateError (Exception)
-    ├── InvalidKeyError (TypeError)          namespace or key is not a str
+    ├── InvalidKeyError (TypeError)          a name (namespace, key, prefix, bound) is
+    │                                        not a str, or has a lone surrogate
     ├── UnsupportedTypeError (TypeError)     value holds a type the codec refuses
     ├── ValueOutOfRangeError (ValueError)    int outside msgpack's 64-bit range
     ├── DecodeError (ValueError)             bytes are not a valid swarmstate value
-    ├── InvalidArgumentError (ValueError)    malformed argument (batch entry, limit)
-    ├── SnapshotError (ValueError)           snapshot from another store, or evicted
+    ├── InvalidArgumentError (ValueError)    malformed argument (batch entry, limit,
+    │                                        reverse, max_history, an option)
+    ├── SnapshotError (ValueError)           snapshot from another store (or a copy
+    │                                        of it), or evicted
     ├── StoreClosedError (RuntimeError)      the store was closed
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── StorageError (OSError)               the backing file or server failed
@@ -25,7 +28,7 @@ class SwarmStateError(Exception):
 
 
 class InvalidKeyError(SwarmStateError, TypeError):
-    """A namespace or key was not a ``str``."""
+    """A namespace, key, prefix or range bound was not a ``str`` with a UTF-8 form."""
 
 
 class UnsupportedTypeError(SwarmStateError, TypeError):
@@ -41,7 +44,7 @@ class DecodeError(SwarmStateError, ValueError):
 
 
 class InvalidArgumentError(SwarmStateError, ValueError):
-    """An argument has the wrong shape or range (a batch entry, a limit)."""
+    """An argument has the wrong shape, type or range (a batch entry, a limit, a flag)."""
 
 
 class SnapshotError(SwarmStateError, ValueError):
@@ -62,29 +65,3 @@ class StorageError(SwarmStateError, OSError):
 
 class IncompatibleStoreError(StorageError):
     """The storage was written by something else, is damaged, or has a newer schema."""
-
-
-def check_key(namespace: object, key: object) -> None:
-    """Raise :class:`InvalidKeyError` unless both parts of a key are valid ``str``."""
-    check_namespace(namespace)
-    check_namespace(key, "key")
-
-
-def check_namespace(namespace: object, what: str = "namespace") -> None:
-    """Raise :class:`InvalidKeyError` unless ``namespace`` is a str every backend can store.
-
-    A lone surrogate (``"\\ud800"``) has no UTF-8 form, so no file or server
-    could store it; it is refused everywhere, not only by the durable backends.
-    """
-    if type(namespace) is not str:
-        raise InvalidKeyError(
-            f"{what} must be a str, got {type(namespace).__name__}: {namespace!r}"
-        )
-    if not namespace.isascii():
-        try:
-            namespace.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidKeyError(
-                f"{what} {namespace!r} contains a lone surrogate, which has no UTF-8 "
-                "form; decode your input with errors='replace' or 'strict'"
-            ) from None

@@ -35,11 +35,10 @@ docs/architecture.md has the measurements (the ``design.threads.*`` rows).
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
-import uuid
 from collections import deque
-from collections.abc import Iterable
 from itertools import compress
 from operator import is_not
 from typing import Any
@@ -49,14 +48,13 @@ from swarmstate._base import (
     MISSING,
     BaseStore,
     Diff,
+    Pair,
+    Row,
     Snapshot,
-    check_items,
-    check_range_args,
     prefix_upper_bound,
     sorted_diff,
 )
-from swarmstate._codec import dumps, encode, loads
-from swarmstate._errors import InvalidArgumentError, SnapshotError, check_key, check_namespace
+from swarmstate._codec import loads
 from swarmstate._sorted import SortedKeys
 
 __all__ = ["Store"]
@@ -85,12 +83,8 @@ class Store(BaseStore):
     """
 
     def __init__(self, max_history: int | None = None) -> None:
-        if max_history is not None and (type(max_history) is not int or max_history < 1):
-            raise InvalidArgumentError(
-                f"max_history must be a positive int or None, got {max_history!r}"
-            )
-        self.max_history = max_history
-        self._uid = uuid.uuid4().hex
+        super().__init__(max_history=max_history)
+        self._uid = secrets.token_hex(16)
         self._lock = threading.Lock()
         self._roots: list[_trie.Trie] = [None] * _SHARDS
         self._fresh: set[int] = set()
@@ -100,10 +94,10 @@ class Store(BaseStore):
         # _flat, the source of truth, so a racing writer is either seen or
         # left marked for the next fold, never lost.
         self._dirty: dict[_Key, None] = {}
-        self._flat: dict[_Key, bytes] = {}
+        self._set_flat({})
         self._keys: dict[str, SortedKeys] = {}
         self._names = SortedKeys()
-        self._count = 0
+        self._count_all = 0
         self._nbytes = 0
         # Keys whose trie value changed since the last snapshot or restore
         # (None after clear(): everything may have).
@@ -113,56 +107,31 @@ class Store(BaseStore):
         self._next_id = 1
         self._head: int | None = None
 
+    def _set_flat(self, flat: dict[_Key, bytes]) -> None:
+        self._flat = flat
+        # Point reads look up this dict itself: no Python frame between
+        # BaseStore.get and the lookup (a stored value is never None).
+        self._values = flat
+
     # -- reads -----------------------------------------------------------
 
-    def contains(self, namespace: str, key: str) -> bool:
-        check_key(namespace, key)
-        return (namespace, key) in self._flat  # no decode just to say "present"
-
-    def get(self, namespace: str, key: str, default: Any = None) -> Any:
-        if (
-            type(namespace) is not str
-            or type(key) is not str
-            or not (namespace.isascii() and key.isascii())
-        ):
-            check_key(namespace, key)
-        data = self._flat.get((namespace, key), MISSING)
-        return default if data is MISSING else loads(data)
-
-    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
-        checked = _checked_pairs(pairs)
+    def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
         with self._lock:
-            flat = self._flat
-            raw = [flat.get(pair, MISSING) for pair in checked]
-        return [None if data is MISSING else loads(data) for data in raw]
+            get = self._flat.get
+            return [get(pair) for pair in pairs]
 
-    def keys(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
+    def _range_keys(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
     ) -> list[str]:
-        _check_range(namespace, start, stop, limit)
         with self._lock:
             if self._dirty:
                 self._fold()
             found = self._keys.get(namespace)
             return [] if found is None else found.range(start, stop, reverse, limit)
 
-    def items(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
-        raw: bool = False,
-    ) -> list[tuple[str, Any]]:
-        _check_range(namespace, start, stop, limit)
+    def _range_items(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+    ) -> list[tuple[str, bytes]]:
         with self._lock:
             if self._dirty:
                 self._fold()
@@ -171,26 +140,17 @@ class Store(BaseStore):
                 return []
             keys = found.range(start, stop, reverse, limit)
             flat = self._flat
-            if len(keys) == 1:  # "latest": skip the comprehensions' frames
+            if len(keys) == 1:  # "latest": skip the comprehension's frame
                 key = keys[0]
-                data = flat[(namespace, key)]
-            else:
-                stored = [flat[(namespace, key)] for key in keys]
-        if len(keys) == 1:
-            return [(key, data if raw else loads(data))]
-        if raw:
-            return list(zip(keys, stored, strict=True))
-        return [(key, loads(data)) for key, data in zip(keys, stored, strict=True)]
+                return [(key, flat[(namespace, key)])]
+            return [(key, flat[(namespace, key)]) for key in keys]
 
-    def namespaces(self, prefix: str | None = None) -> list[str]:
-        if prefix is not None:
-            check_namespace(prefix)
+    def _namespaces(self, prefix: str) -> list[str]:
         with self._lock:
             self._fold()
             return self._names_under(prefix)
 
-    def count(self, namespace: str) -> int:
-        check_namespace(namespace)
+    def _count(self, namespace: str) -> int:
         with self._lock:
             self._fold()
             found = self._keys.get(namespace)
@@ -199,46 +159,28 @@ class Store(BaseStore):
     def __len__(self) -> int:
         with self._lock:
             self._fold()
-            return self._count
+            return self._count_all
 
     # -- writes ----------------------------------------------------------
 
-    def set(self, namespace: str, key: str, value: Any) -> None:
-        if (
-            type(namespace) is not str
-            or type(key) is not str
-            or not (namespace.isascii() and key.isascii())
-        ):
-            check_key(namespace, key)
-        data = dumps(value)
-        k = (namespace, key)
+    def _put(self, pair: Pair, data: bytes) -> None:
         # No lock: two atomic steps. _flat is read before _dirty so that a
         # concurrent clear() (which replaces _dirty first) cannot split them.
-        self._flat[k] = data
-        self._dirty[k] = None
+        self._flat[pair] = data
+        self._dirty[pair] = None
 
-    def set_many(
-        self,
-        items: Iterable[tuple[str, str, Any]],
-        *,
-        if_absent: bool = False,
-        ensure: Iterable[tuple[str, str, Any]] = (),
-        raw: bool = False,
-    ) -> int:
-        # Every key checked, every value encoded, before any write.
-        defaults = _encoded(ensure, raw) if ensure else ()
-        encoded = _encoded(items, raw)
+    def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
         written = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
-            for k, data in defaults:
+            for k, data in ensure:
                 # setdefault is one atomic step, even against lock-free set().
                 # The membership test first: raw values may be one shared
                 # object, so "setdefault returned ours" alone cannot tell.
                 if k not in flat and flat.setdefault(k, data) is data:
                     dirty[k] = None
                     written += 1
-            for k, data in encoded:
+            for k, data in rows:
                 if if_absent:
                     if k in flat or flat.setdefault(k, data) is not data:
                         continue
@@ -248,19 +190,17 @@ class Store(BaseStore):
                 written += 1
         return written
 
-    def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
-        checked = _checked_pairs(pairs)
+    def _delete_many(self, pairs: list[Pair]) -> int:
         removed = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
-            for k in checked:
+            for k in pairs:
                 if flat.pop(k, MISSING) is not MISSING:
                     dirty[k] = None
                     removed += 1
         return removed
 
-    def delete_prefix(self, prefix: str) -> int:
-        check_namespace(prefix)
+    def _delete_prefix(self, prefix: str) -> int:
         with self._lock:
             self._fold()
             doomed = [(ns, key) for ns in self._names_under(prefix) for key in self._keys[ns]]
@@ -270,9 +210,7 @@ class Store(BaseStore):
                 dirty[k] = None
         return len(doomed)
 
-    def copy_prefix(self, source: str, target: str) -> int:
-        check_namespace(source)
-        check_namespace(target)
+    def _copy_prefix(self, source: str, target: str) -> int:
         with self._lock:
             self._fold()
             flat, dirty = self._flat, self._dirty
@@ -288,13 +226,13 @@ class Store(BaseStore):
 
     def clear(self) -> None:
         with self._lock:
-            self._dirty = {}  # first: see set()
-            self._flat = {}
+            self._dirty = {}  # first: see _put()
+            self._set_flat({})
             self._roots = [None] * _SHARDS
             self._fresh = set()
             self._keys = {}
             self._names = SortedKeys()
-            self._count = self._nbytes = 0
+            self._count_all = self._nbytes = 0
             self._since = None
 
     # -- the fold: bring the versioned tries in line with _flat ----------
@@ -339,7 +277,7 @@ class Store(BaseStore):
             found = self._keys[ns] = SortedKeys()
             self._names.add(ns)
         found.add(k[1])
-        self._count += 1
+        self._count_all += 1
         self._nbytes += len(data)
 
     def _removed(self, k: _Key, old: bytes) -> None:
@@ -349,7 +287,7 @@ class Store(BaseStore):
         if not len(found):
             del self._keys[ns]
             self._names.remove(ns)
-        self._count -= 1
+        self._count_all -= 1
         self._nbytes -= len(old)
 
     def _names_under(self, prefix: str | None) -> list[str]:
@@ -363,7 +301,7 @@ class Store(BaseStore):
         with self._lock:
             roots = tuple(self._fold())
             since = None if self._since is None else frozenset(self._since)
-            frozen: _Frozen = (roots, self._count, self._nbytes, since)
+            frozen: _Frozen = (roots, self._count_all, self._nbytes, since)
             self._since = set()
             # A new fresh set freezes every node the snapshot now shares.
             self._fresh = set()
@@ -372,7 +310,7 @@ class Store(BaseStore):
                 parent=self._head,
                 timestamp=time.time(),
                 size_bytes=self._nbytes,
-                count=self._count,
+                count=self._count_all,
                 _store=self,
                 _payload=frozen,
             )
@@ -385,7 +323,7 @@ class Store(BaseStore):
                     del self._retained[self._history.popleft().id]
         return snap
 
-    def restore(self, snapshot: Snapshot) -> None:
+    def _restore(self, snapshot: Snapshot) -> None:
         self._check_live(snapshot)
         target: tuple[_trie.Trie, ...] = snapshot._payload[0]
         with self._lock:
@@ -416,10 +354,7 @@ class Store(BaseStore):
     def _check_live(self, snapshot: Snapshot) -> None:
         self._check_own(snapshot)
         if snapshot.id not in self._retained:
-            raise SnapshotError(
-                f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
-                "raise max_history to keep more snapshots"
-            )
+            raise self._evicted(snapshot)
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_live(snapshot)
@@ -487,36 +422,3 @@ class Store(BaseStore):
 
     def __repr__(self) -> str:
         return f"Store(entries={len(self)}, snapshots={len(self._history)})"
-
-
-def _check_range(namespace: str, start: str | None, stop: str | None, limit: int | None) -> None:
-    """The argument checks of keys()/items(), with the common shapes decided inline."""
-    if type(namespace) is not str or not namespace.isascii():
-        check_namespace(namespace)
-    plain_limit = limit is None or (type(limit) is int and limit >= 0)
-    if start is not None or stop is not None or not plain_limit:
-        check_range_args(limit, start, stop)
-
-
-def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[_Key]:
-    checked = list(pairs)
-    for pair in checked:
-        if type(pair) not in (tuple, list) or len(pair) != 2:
-            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
-        check_key(pair[0], pair[1])
-    return [(pair[0], pair[1]) for pair in checked]
-
-
-def _encoded(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[tuple[_Key, bytes]]:
-    """``((namespace, key), bytes)`` of a batch; raises before returning anything on bad input."""
-    encoded: list[tuple[_Key, bytes]] = []
-    append = encoded.append
-    for entry in items:
-        if type(entry) is tuple and len(entry) == 3:
-            ns, key, value = entry
-            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
-                append(((ns, key), encode(value, raw)))  # the common case decided inline
-                continue
-        ns, key, value = check_items([entry])[0]  # raises, or accepts a list or non-ASCII key
-        append(((ns, key), encode(value, raw)))
-    return encoded

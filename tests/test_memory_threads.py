@@ -31,18 +31,31 @@ def test_concurrent_writers_lose_nothing() -> None:
         assert sum(k.startswith(f"t{i}-") for k in store.keys(f"ns{i % 4}")) == writes
 
 
-def test_concurrent_increments_on_one_key_are_serializable_via_set_many() -> None:
+def test_concurrent_increments_of_one_counter_are_serializable_via_set_many() -> None:
+    # An increment claims the counter's next value with an insert-or-ignore:
+    # set_many(if_absent=True) returns 1 for exactly one of the racing writers.
     store = ss.Store()
-    store.set("c", "n", 0)
-    barrier = threading.Barrier(4)
+    threads, increments = 4, 500
+    claimed: list[list[int]] = [[] for _ in range(threads)]
+    barrier = threading.Barrier(threads)
 
     def writer(i: int) -> None:
         barrier.wait()
-        for j in range(500):
-            store.set_many([("c", f"w{i}", j), ("c", "last", i)])
+        for _ in range(increments):
+            while True:
+                last = store.keys("counter", reverse=True, limit=1)
+                value = int(last[0]) + 1 if last else 1
+                if store.set_many([("counter", f"{value:08d}", i)], if_absent=True) == 1:
+                    claimed[i].append(value)
+                    break
 
-    run_threads(4, writer)
-    assert store.get_many([("c", f"w{i}") for i in range(4)]) == [499] * 4
+    run_threads(threads, writer)
+    total = threads * increments
+    # Every increment got its own value, none was lost or counted twice.
+    assert sorted(v for mine in claimed for v in mine) == list(range(1, total + 1))
+    assert store.count("counter") == total
+    for i, mine in enumerate(claimed):
+        assert store.get_many([("counter", f"{v:08d}") for v in mine]) == [i] * len(mine)
 
 
 def test_snapshots_taken_during_writes_stay_frozen() -> None:

@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool
 import swarmstate as ss
 from swarmstate._transfer import transfer
 from swarmstate.backends import _pg_sql
+from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 
 pytestmark = pytest.mark.postgres
@@ -537,13 +538,12 @@ def test_transfer_memory_to_postgres_and_back(pg_store_factory: Any) -> None:
 
 
 def test_transfer_disk_file_to_postgres_and_back(pg_store_factory: Any, tmp_path: Path) -> None:
-    disk_mod = pytest.importorskip("swarmstate.backends.disk")
-    with disk_mod.DiskStore(tmp_path / "state.db") as disk:
+    with DiskStore(tmp_path / "state.db") as disk:
         data = _fill(disk)
         pg = pg_store_factory()
         assert transfer(disk, pg) == len(data)
     assert _dump(pg) == data
-    with disk_mod.DiskStore(tmp_path / "back.db") as again:
+    with DiskStore(tmp_path / "back.db") as again:
         assert transfer(pg, again, batch_size=10) == len(data)
         assert _dump(again) == data
 

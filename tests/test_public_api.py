@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import swarmstate as ss
 
@@ -58,3 +59,38 @@ def test_package_is_typed() -> None:
     from importlib.resources import files
 
     assert files("swarmstate").joinpath("py.typed").is_file()
+
+
+def _imported_from(module: str) -> set[str]:
+    """Every name any module of the package imports from ``module``."""
+    import ast
+    from importlib.resources import files
+
+    names: set[str] = set()
+    root = files("swarmstate")
+    for path in Path(str(root)).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_store_contract_module_exports_what_it_defines_sorted() -> None:
+    import ast
+
+    from swarmstate import _base
+
+    # isort-style, as ruff keeps it: constants, then classes, then functions.
+    order = sorted(_base.__all__, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
+    assert _base.__all__ == order
+    tree = ast.parse(Path(_base.__file__).read_text(encoding="utf-8"))
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+    public = {name for name in defined if not name.startswith("_")}
+    assert set(_base.__all__) == public
+    assert _imported_from("swarmstate._base") <= set(_base.__all__)

@@ -14,28 +14,24 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from swarmstate._base import (
-    MISSING,
     BaseStore,
     Diff,
+    Pair,
+    Row,
     Snapshot,
-    check_items,
-    check_range_args,
     prefix_upper_bound,
     sorted_diff,
 )
-from swarmstate._codec import dumps, encode, loads
+from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
     InvalidKeyError,
-    SnapshotError,
     StoreClosedError,
-    check_key,
-    check_namespace,
 )
 from swarmstate.backends import _sqlite as sql
 from swarmstate.backends._sqlite import Connection, apsw
@@ -43,6 +39,7 @@ from swarmstate.backends._sqlite import Connection, apsw
 __all__ = ["DiskStore"]
 
 _T = TypeVar("_T")
+_Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
 _ABANDONED: list[Connection] = []
 """Connections inherited across fork: never closed in the child, where closing
@@ -82,10 +79,7 @@ class DiskStore(BaseStore):
         max_history: int | None = None,
         busy_timeout: float = 30.0,
     ) -> None:
-        if max_history is not None and (type(max_history) is not int or max_history < 1):
-            raise InvalidArgumentError(
-                f"max_history must be a positive int or None, got {max_history!r}"
-            )
+        super().__init__(max_history=max_history)
         level = synchronous.upper() if isinstance(synchronous, str) else synchronous
         if level not in sql.SYNCHRONOUS_LEVELS:
             raise InvalidArgumentError(
@@ -101,7 +95,6 @@ class DiskStore(BaseStore):
             )
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.synchronous: str = level
-        self.max_history = max_history
         self.busy_timeout = float(busy_timeout)
         self._file = str(self.path)
         self._closed = False
@@ -162,7 +155,7 @@ class DiskStore(BaseStore):
             try:
                 sql.setup(conn, self._file)
             except apsw.Error as exc:
-                raise sql.translate(exc, self._file, "set up the schema") from exc
+                raise self._fail(exc, "set up the schema") from exc
 
     # -- connections -----------------------------------------------------
 
@@ -178,7 +171,7 @@ class DiskStore(BaseStore):
     def _conn(self) -> Connection:
         """This thread's connection; opens one on first use and after a fork."""
         if self._closed:
-            raise StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
+            raise self._closed_error()
         if os.getpid() != self._pid:
             with self._conns_lock:
                 _ABANDONED.extend(conn for _, conn in self._conns)
@@ -193,7 +186,7 @@ class DiskStore(BaseStore):
             conn = sql.open_connection(self._file)
             sql.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
-            raise sql.translate(exc, self._file, "open a connection") from exc
+            raise self._fail(exc, "open a connection") from exc
         with self._conns_lock:
             alive = []
             for thread_ref, other in self._conns:
@@ -220,6 +213,9 @@ class DiskStore(BaseStore):
         for _, conn in conns:
             conn.close()
 
+    def _closed_error(self) -> StoreClosedError:
+        return StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
+
     def _fail(self, exc: BaseException, action: str) -> Exception:
         if isinstance(exc, UnicodeEncodeError):
             return InvalidKeyError(
@@ -233,7 +229,7 @@ class DiskStore(BaseStore):
         conn = self._conn()
         with self._write_lock:
             try:
-                self._begin_immediate(conn)
+                self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
                 try:
                     result = body(conn)
                     conn.execute("COMMIT")
@@ -246,10 +242,7 @@ class DiskStore(BaseStore):
                 raise self._fail(exc, action) from exc
         return result
 
-    def _begin_immediate(self, conn: Connection) -> None:
-        self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-
-    def _read(self, action: str, body: Callable[[Connection], _T]) -> _T:
+    def _read_in(self, action: str, body: Callable[[Connection], _T]) -> _T:
         """Run ``body`` in one read transaction: a consistent view, no write lock."""
         conn = self._conn()
         try:
@@ -261,56 +254,44 @@ class DiskStore(BaseStore):
         except (apsw.Error, UnicodeEncodeError) as exc:
             raise self._fail(exc, action) from exc
 
-    # -- reads -----------------------------------------------------------
-
-    def _get_or_missing(self, namespace: str, key: str) -> Any:
-        if type(namespace) is not str or type(key) is not str:
-            check_key(namespace, key)
+    def _query(self, query: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """One read statement in autocommit: its rows."""
         conn = self._conn()
         try:
-            row = conn.execute(sql.GET, (namespace, key)).fetchone()
+            return conn.execute(query, params).fetchall()
         except (apsw.Error, UnicodeEncodeError) as exc:
             raise self._fail(exc, "read") from exc
-        return MISSING if row is None else loads(row[0])
 
-    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
-        checked = _checked_pairs(pairs)
+    # -- reads -----------------------------------------------------------
 
-        def body(conn: Connection) -> list[Any]:
+    def _read(self, pair: Pair) -> bytes | None:
+        conn = self._conn()
+        try:
+            row = conn.execute(sql.GET, pair).fetchone()
+        except (apsw.Error, UnicodeEncodeError) as exc:
+            raise self._fail(exc, "read") from exc
+        data: bytes | None = None if row is None else row[0]
+        return data
+
+    def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
+        def body(conn: Connection) -> list[bytes | None]:
             found = []
-            for pair in checked:
+            for pair in pairs:
                 row = conn.execute(sql.GET, pair).fetchone()
-                found.append(None if row is None else loads(row[0]))
+                found.append(None if row is None else row[0])
             return found
 
-        return self._read("read", body)
+        return self._read_in("read", body)
 
-    def keys(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
+    def _range_keys(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
     ) -> list[str]:
-        rows = self._range("key", namespace, start, stop, reverse, limit)
-        return [row[0] for row in rows]
+        return [row[0] for row in self._range("key", namespace, start, stop, reverse, limit)]
 
-    def items(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
-        raw: bool = False,
-    ) -> list[tuple[str, Any]]:
-        rows = self._range("key, value", namespace, start, stop, reverse, limit)
-        if raw:
-            return rows
-        return [(key, loads(value)) for key, value in rows]
+    def _range_items(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+    ) -> list[tuple[str, bytes]]:
+        return self._range("key, value", namespace, start, stop, reverse, limit)
 
     def _range(
         self,
@@ -321,58 +302,25 @@ class DiskStore(BaseStore):
         reverse: bool,
         limit: int | None,
     ) -> list[Any]:
-        # A str namespace is checked by the bind itself: a lone surrogate has
-        # no UTF-8 form and fails there (InvalidKeyError, via _fail).
-        if type(namespace) is not str:
-            check_namespace(namespace)
-        if not (limit is None and start is None and stop is None):
-            check_range_args(limit, start, stop)
-        query = sql.RANGE_SQL[(columns, start is not None, stop is not None, bool(reverse))]
-        params = (namespace, start, stop, _NO_LIMIT if limit is None else limit)
-        conn = self._conn()
-        try:
-            return conn.execute(query, params).fetchall()
-        except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+        query = sql.RANGE_SQL[(columns, start is not None, stop is not None, reverse)]
+        return self._query(query, (namespace, start, stop, _NO_LIMIT if limit is None else limit))
 
-    def namespaces(self, prefix: str | None = None) -> list[str]:
-        if prefix is not None:
-            check_namespace(prefix)
-        low = prefix or ""
-        high = prefix_upper_bound(low)
-        conn = self._conn()
-        try:
-            query = sql.NAMESPACES_SQL[high is not None]
-            rows: list[Any] = conn.execute(query, _bounds(low, high)).fetchall()
-        except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+    def _namespaces(self, prefix: str) -> list[str]:
+        high = prefix_upper_bound(prefix)
+        rows = self._query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
         return [row[0] for row in rows]
 
-    def count(self, namespace: str) -> int:
-        check_namespace(namespace)
-        conn = self._conn()
-        try:
-            row: Any = conn.execute(sql.COUNT, (namespace,)).fetchone()
-            return int(row[0])
-        except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+    def _count(self, namespace: str) -> int:
+        return int(self._query(sql.COUNT, (namespace,))[0][0])
 
     def __len__(self) -> int:
         """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
-        conn = self._conn()
-        try:
-            totals: Any = conn.execute(sql.TOTALS).fetchone()
-            return int(totals[4])
-        except apsw.Error as exc:
-            raise self._fail(exc, "read") from exc
+        return int(self._query(sql.TOTALS)[0][4])
 
     # -- writes ----------------------------------------------------------
 
-    def set(self, namespace: str, key: str, value: Any) -> None:
-        if type(namespace) is not str or type(key) is not str:
-            check_key(namespace, key)
-        data = dumps(value)
-        params = (namespace, key, len(data), data)
+    def _put(self, pair: Pair, data: bytes) -> None:
+        params = (pair[0], pair[1], len(data), data)
         conn = self._conn()
         # One autocommit statement takes the write lock at its start (no
         # upgrade), and covers inserts and overwrites of rows no snapshot needs.
@@ -386,31 +334,18 @@ class DiskStore(BaseStore):
                     raise self._fail(exc, "write") from exc
         self._write("write", lambda c: _put(c, [params]))
 
-    def set_many(
-        self,
-        items: Iterable[tuple[str, str, Any]],
-        *,
-        if_absent: bool = False,
-        ensure: Iterable[tuple[str, str, Any]] = (),
-        raw: bool = False,
-    ) -> int:
-        defaults = _encoded_rows(ensure, raw) if ensure else []
-        rows = _encoded_rows(items, raw)
+    def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+        params = [(k[0], k[1], len(data), data) for k, data in rows]
         put = _put_if_absent if if_absent else _put
-        if defaults:
-            return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, rows))
-        if not rows:
-            return 0
-        return self._write("write", lambda conn: put(conn, rows))
+        if ensure:
+            defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
+            return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
+        return self._write("write", lambda conn: put(conn, params))
 
-    def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
-        checked = _checked_pairs(pairs)
-        if not checked:
-            return 0
-        return self._write("delete", lambda conn: _delete(conn, checked))
+    def _delete_many(self, pairs: list[Pair]) -> int:
+        return self._write("delete", lambda conn: _delete(conn, pairs))
 
-    def delete_prefix(self, prefix: str) -> int:
-        check_namespace(prefix)
+    def _delete_prefix(self, prefix: str) -> int:
         high = prefix_upper_bound(prefix)
         flag, bounds = high is not None, _bounds(prefix, high)
 
@@ -422,9 +357,7 @@ class DiskStore(BaseStore):
 
         return self._write("delete", body)
 
-    def copy_prefix(self, source: str, target: str) -> int:
-        check_namespace(source)
-        check_namespace(target)
+    def _copy_prefix(self, source: str, target: str) -> int:
         high = prefix_upper_bound(source)
         cut = len(source)
 
@@ -432,9 +365,7 @@ class DiskStore(BaseStore):
             query = sql.PREFIX_ROWS_SQL[high is not None]
             found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
             rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
-            if rows:
-                _put(conn, rows)
-            return len(rows)
+            return _put(conn, rows)
 
         return self._write("copy", body)
 
@@ -458,7 +389,6 @@ class DiskStore(BaseStore):
                 size_bytes=nbytes,
                 count=count,
                 _store=self,
-                _payload=next_id,
             )
             conn.execute(
                 sql.SNAPSHOT_INSERT,
@@ -471,9 +401,7 @@ class DiskStore(BaseStore):
 
         return self._write("take a snapshot", body)
 
-    def restore(self, snapshot: Snapshot) -> None:
-        self._check_own(snapshot)
-
+    def _restore(self, snapshot: Snapshot) -> None:
         def body(conn: Connection) -> None:
             mark = self._mark(conn, snapshot)
             epoch_floor: Any = conn.execute(sql.EPOCH_FLOOR).fetchone()
@@ -496,11 +424,7 @@ class DiskStore(BaseStore):
         self._write("restore a snapshot", body)
 
     def snapshots(self) -> list[Snapshot]:
-        conn = self._conn()
-        try:
-            rows: list[Any] = conn.execute(sql.SNAPSHOT_LIST).fetchall()
-        except apsw.Error as exc:
-            raise self._fail(exc, "list snapshots") from exc
+        rows = self._query(sql.SNAPSHOT_LIST)
         return [
             Snapshot(
                 id=sid,
@@ -509,19 +433,15 @@ class DiskStore(BaseStore):
                 size_bytes=size_bytes,
                 count=count,
                 _store=self,
-                _payload=mark,
             )
-            for sid, mark, parent, timestamp, size_bytes, count in rows
+            for sid, _, parent, timestamp, size_bytes, count in rows
         ]
 
     def _mark(self, conn: Connection, snapshot: Snapshot) -> int:
         """The snapshot's mark, read inside the caller's transaction; raises if evicted."""
         row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
         if row is None:
-            raise SnapshotError(
-                f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
-                "raise max_history to keep more snapshots"
-            )
+            raise self._evicted(snapshot)
         return int(row[0])
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
@@ -532,7 +452,7 @@ class DiskStore(BaseStore):
             row = conn.execute(sql.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)).fetchone()
             return default if row is None else loads(row[0])
 
-        return self._read("read a snapshot", body)
+        return self._read_in("read a snapshot", body)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
@@ -542,7 +462,7 @@ class DiskStore(BaseStore):
             rows: list[Any] = conn.execute(sql.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
             return [(ns, key) for ns, key in rows]
 
-        return self._read("read a snapshot", body)
+        return self._read_in("read a snapshot", body)
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         def body(conn: Connection) -> Diff:
@@ -562,7 +482,7 @@ class DiskStore(BaseStore):
                     changed.append((ns, key))
             return sorted_diff(added, removed, changed)
 
-        return self._read("diff snapshots", body)
+        return self._read_in("diff snapshots", body)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"synchronous={self.synchronous}"
@@ -572,7 +492,7 @@ class DiskStore(BaseStore):
 # -- helpers run inside a write transaction -----------------------------------
 
 
-def _put(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+def _put(conn: Connection, rows: list[_Params]) -> int:
     """Write rows, keeping any current row a snapshot still needs as a past row.
 
     Most rows are new keys or keys written since the latest snapshot: one
@@ -588,7 +508,7 @@ def _put(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
     return len(rows)
 
 
-def _put_if_absent(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+def _put_if_absent(conn: Connection, rows: list[_Params]) -> int:
     written = 0
     for row in rows:
         conn.execute(sql.PUT_IF_ABSENT, row)
@@ -596,7 +516,7 @@ def _put_if_absent(conn: Connection, rows: list[tuple[str, str, int, bytes]]) ->
     return written
 
 
-def _ensure(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
+def _ensure(conn: Connection, rows: list[_Params]) -> int:
     """Insert the rows whose key has no live value.
 
     Ensured rows usually exist already (an index entry written once): a
@@ -611,7 +531,7 @@ def _ensure(conn: Connection, rows: list[tuple[str, str, int, bytes]]) -> int:
     return written
 
 
-def _delete(conn: Connection, pairs: list[tuple[str, str]]) -> int:
+def _delete(conn: Connection, pairs: list[Pair]) -> int:
     removed = 0
     for pair in pairs:
         conn.execute(sql.DELETE_NEW, pair)
@@ -634,40 +554,6 @@ def _evict(conn: Connection, max_history: int) -> None:
         conn.execute(sql.COLLECT_GARBAGE, (keep_from,))
 
 
-# -- input checks ---------------------------------------------------------------
-
-
 def _bounds(low: str, high: str | None) -> tuple[str, ...]:
     """Parameters of a prefix query: the statement has ``?2`` only when bounded."""
     return (low,) if high is None else (low, high)
-
-
-def _encoded_rows(
-    items: Iterable[tuple[str, str, Any]], raw: bool = False
-) -> list[tuple[str, str, int, bytes]]:
-    """``(ns, key, size, bytes)`` rows of a ``set_many`` batch, every key checked first.
-
-    Same checks and order as :func:`check_items` (keys before any value is
-    encoded), with the common case (a tuple of two ASCII str) decided inline.
-    """
-    batch = items if type(items) is list else list(items)
-    for entry in batch:
-        if type(entry) is tuple and len(entry) == 3:
-            ns, key = entry[0], entry[1]
-            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
-                continue
-        check_items((entry,))  # raises, or accepts a list entry or a non-ASCII key
-    rows = []
-    for ns, key, value in batch:
-        data = encode(value, raw)
-        rows.append((ns, key, len(data), data))
-    return rows
-
-
-def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    checked = list(pairs)
-    for pair in checked:
-        if type(pair) not in (tuple, list) or len(pair) != 2:
-            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
-        check_key(pair[0], pair[1])
-    return [(pair[0], pair[1]) for pair in checked]

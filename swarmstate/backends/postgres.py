@@ -28,29 +28,18 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-from swarmstate._base import (
-    MISSING,
-    BaseStore,
-    Diff,
-    Snapshot,
-    check_items,
-    check_range_args,
-    sorted_diff,
-)
-from swarmstate._codec import dumps, encode, loads
+from swarmstate._base import BaseStore, Diff, Pair, Row, Snapshot, sorted_diff
+from swarmstate._codec import loads
 from swarmstate._errors import (
     IncompatibleStoreError,
     InvalidArgumentError,
     MissingDependencyError,
-    SnapshotError,
     StorageError,
     StoreClosedError,
-    check_key,
-    check_namespace,
 )
 from swarmstate.backends import _pg_sql as q
 
@@ -83,12 +72,11 @@ _PUT_ENSURE_SINCE = 5  # the migration that adds put_ensure
 
 
 def _put_many_params(
-    batch: Sequence[tuple[str, str, Any]], if_absent: bool, raw: bool
+    rows: Sequence[Row], if_absent: bool
 ) -> tuple[list[bytes], list[bytes], list[bytes], bool] | None:
     """Arguments of ``put_many`` for a checked batch, keys made distinct; None if empty."""
     encoded: dict[tuple[bytes, bytes], bytes] = {}
-    for ns, key, value in batch:
-        data = encode(value, raw)
+    for (ns, key), data in rows:
         pair = (_enc(ns), _enc(key))
         if if_absent:
             encoded.setdefault(pair, data)  # the first of duplicates is the one inserted
@@ -185,12 +173,8 @@ class PostgresStore(BaseStore):
             raise InvalidArgumentError(f"conninfo must be a str, got {type(conninfo).__name__}")
         if type(schema) is not str or not schema or "\x00" in schema:
             raise InvalidArgumentError(f"schema must be a non-empty str, got {schema!r}")
-        if max_history is not None and (type(max_history) is not int or max_history < 1):
-            raise InvalidArgumentError(
-                f"max_history must be a positive int or None, got {max_history!r}"
-            )
+        super().__init__(max_history=max_history)
         self.schema = schema
-        self.max_history = max_history
         self._conninfo = conninfo
         self._owns_pool = pool is None
         self._pool: ConnectionPool[Any] | None = pool
@@ -397,22 +381,18 @@ class PostgresStore(BaseStore):
 
     # -- reads -----------------------------------------------------------
 
-    def _get_or_missing(self, namespace: str, key: str) -> Any:
-        check_key(namespace, key)
-        rows = self._fetch("GET", (_enc(namespace), _enc(key)))
-        return loads(rows[0][0]) if rows else MISSING
+    def _read(self, pair: Pair) -> bytes | None:
+        rows = self._fetch("GET", (_enc(pair[0]), _enc(pair[1])))
+        return rows[0][0] if rows else None
 
-    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
-        checked = _checked_pairs(pairs)
-        if not checked:
-            return []
+    def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
         rows = self._fetch(
             "GET_MANY",
-            {"ns": [_enc(ns) for ns, _ in checked], "key": [_enc(k) for _, k in checked]},
+            {"ns": [_enc(ns) for ns, _ in pairs], "key": [_enc(k) for _, k in pairs]},
         )
-        out: list[Any] = [None] * len(checked)
+        out: list[bytes | None] = [None] * len(pairs)
         for ordinal, data in rows:
-            out[ordinal - 1] = loads(data)
+            out[ordinal - 1] = data
         return out
 
     def _range(
@@ -424,8 +404,6 @@ class PostgresStore(BaseStore):
         reverse: bool,
         limit: int | None,
     ) -> list[tuple[Any, ...]]:
-        check_namespace(namespace)
-        check_range_args(limit, start, stop)
         if limit == 0:
             return []
         params = (
@@ -438,41 +416,23 @@ class PostgresStore(BaseStore):
         )
         return self._fetch("READ_RANGE", params)
 
-    def keys(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
+    def _range_keys(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
     ) -> list[str]:
         return [_dec(k) for k, _ in self._range(False, namespace, start, stop, reverse, limit)]
 
-    def items(
-        self,
-        namespace: str,
-        *,
-        start: str | None = None,
-        stop: str | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
-        raw: bool = False,
-    ) -> list[tuple[str, Any]]:
+    def _range_items(
+        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+    ) -> list[tuple[str, bytes]]:
         rows = self._range(True, namespace, start, stop, reverse, limit)
-        if raw:
-            return [(_dec(k), bytes(v)) for k, v in rows]
-        return [(_dec(k), loads(v)) for k, v in rows]
+        return [(_dec(k), bytes(v)) for k, v in rows]
 
-    def namespaces(self, prefix: str | None = None) -> list[str]:
-        if prefix is not None:
-            check_namespace(prefix)
-        lo = b"" if prefix is None else _enc(prefix)
+    def _namespaces(self, prefix: str) -> list[str]:
+        lo = _enc(prefix)
         rows = self._fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
         return [_dec(ns) for (ns,) in rows]
 
-    def count(self, namespace: str) -> int:
-        check_namespace(namespace)
+    def _count(self, namespace: str) -> int:
         return int(self._scalar("COUNT", {"ns": _enc(namespace)}))
 
     def __len__(self) -> int:
@@ -480,32 +440,22 @@ class PostgresStore(BaseStore):
 
     # -- writes ----------------------------------------------------------
 
-    def set(self, namespace: str, key: str, value: Any) -> None:
-        check_key(namespace, key)
-        self._fetch("PUT_ONE", (_enc(namespace), _enc(key), dumps(value)))
+    def _put(self, pair: Pair, data: bytes) -> None:
+        self._fetch("PUT_ONE", (_enc(pair[0]), _enc(pair[1]), data))
 
-    def set_many(
-        self,
-        items: Iterable[tuple[str, str, Any]],
-        *,
-        if_absent: bool = False,
-        ensure: Iterable[tuple[str, str, Any]] = (),
-        raw: bool = False,
-    ) -> int:
-        defaults = _put_many_params(check_items(ensure), True, raw) if ensure else None
-        batch = check_items(items)
-        params = _put_many_params(batch, if_absent, raw)
+    def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+        defaults = _put_many_params(ensure, True) if ensure else None
+        params = _put_many_params(rows, if_absent)
         if defaults is None:
-            if params is None:
-                return 0
+            assert params is not None  # rows and ensure are never both empty
             written = int(self._scalar("PUT_MANY", params))
-            return written if if_absent else len(batch)
+            return written if if_absent else len(rows)
         e_ns, e_key, e_value, _ = defaults
         p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
         ensured, count = len(e_ns), len(p_ns)
         self._ready()
         if self._version < _PUT_ENSURE_SINCE:
-            return self._put_ensure_before_v5(defaults, params, if_absent, len(batch))
+            return self._put_ensure_before_v5(defaults, params, if_absent, len(rows))
         if ensured + count <= _SMALL_BATCH:
             # Few entries: one bytes parameter each, arrays built by the server.
             name = f"PUT_ENSURE_{ensured}_{count}"
@@ -520,7 +470,7 @@ class PostgresStore(BaseStore):
         if if_absent:
             return written
         # Every distinct item is written; count duplicates as the other stores do.
-        return written - count + len(batch)
+        return written - count + len(rows)
 
     def _put_ensure_before_v5(
         self,
@@ -550,21 +500,16 @@ class PostgresStore(BaseStore):
 
         return self._run(work)
 
-    def delete_many(self, pairs: Iterable[tuple[str, str]]) -> int:
-        unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in _checked_pairs(pairs))
-        if not unique:
-            return 0
+    def _delete_many(self, pairs: list[Pair]) -> int:
+        unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in pairs)
         params = {"ns": [ns for ns, _ in unique], "key": [k for _, k in unique]}
         return int(self._scalar("REMOVE_MANY", params))
 
-    def delete_prefix(self, prefix: str) -> int:
-        check_namespace(prefix)
+    def _delete_prefix(self, prefix: str) -> int:
         lo = _enc(prefix)
         return int(self._scalar("REMOVE_RANGE", {"lo": lo, "hi": lo + _TOP}))
 
-    def copy_prefix(self, source: str, target: str) -> int:
-        check_namespace(source)
-        check_namespace(target)
+    def _copy_prefix(self, source: str, target: str) -> int:
         lo = _enc(source)
         params = {"lo": lo, "hi": lo + _TOP, "target": _enc(target), "cut": len(lo) + 1}
         return int(self._scalar("COPY_RANGE", params))
@@ -605,20 +550,13 @@ class PostgresStore(BaseStore):
             _payload=int(version),
         )
 
-    def restore(self, snapshot: Snapshot) -> None:
-        self._check_own(snapshot)
+    def _restore(self, snapshot: Snapshot) -> None:
         rows = self._fetch("RESTORE", {"id": snapshot.id, "v": snapshot._payload})
         if rows[0][0] is None:
             raise self._evicted(snapshot)
 
     def snapshots(self) -> list[Snapshot]:
         return [self._snapshot_from(row) for row in self._fetch("SNAPSHOTS")]
-
-    def _evicted(self, snapshot: Snapshot) -> SnapshotError:
-        return SnapshotError(
-            f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
-            "raise max_history to keep more snapshots"
-        )
 
     def _check_live(self, *snaps: Snapshot) -> None:
         for snap in snaps:
@@ -681,9 +619,6 @@ class PostgresStore(BaseStore):
         if self._owns_pool and self._pool is not None and self._pid == os.getpid():
             self._pool.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
     def __repr__(self) -> str:
         where = _safe_conninfo(self._conninfo) if self._conninfo else "pool"
         state = "closed" if self._closed else "open"
@@ -707,12 +642,3 @@ def _rollback_quietly(conn: psycopg.Connection[Any]) -> None:
     if conn.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
         with suppress(psycopg.Error):
             conn.rollback()
-
-
-def _checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    checked = list(pairs)
-    for pair in checked:
-        if type(pair) not in (tuple, list) or len(pair) != 2:
-            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
-        check_key(pair[0], pair[1])
-    return checked

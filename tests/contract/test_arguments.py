@@ -1,0 +1,180 @@
+"""The contract's argument checks: the same bad input gets the same answer on every backend.
+
+Each case runs on every backend and must raise the documented exception
+class with a message that names the offending value; the message must also
+be exactly the in-memory store's (one validation layer, not three copies),
+and nothing stored may change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import swarmstate as ss
+
+Call = Callable[[ss.BaseStore], Any]
+
+SURROGATE = "\udc80"
+
+
+def _raises(store: ss.BaseStore, call: Call, error: type[Exception], shown: str) -> None:
+    """``call(store)`` raises ``error`` naming ``shown``, exactly as the in-memory store does."""
+    with pytest.raises(error) as got:
+        call(store)
+    assert type(got.value) is error
+    assert shown in str(got.value)
+    reference = ss.Store()
+    reference.set("ns", "k", "kept")
+    with pytest.raises(error) as expected:
+        call(reference)
+    assert str(got.value) == str(expected.value)
+
+
+RANGE_CASES: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"start": SURROGATE}, ss.InvalidKeyError, repr(SURROGATE)),
+    ({"stop": "\ud800"}, ss.InvalidKeyError, repr("\ud800")),
+    ({"start": 3}, ss.InvalidKeyError, "3"),
+    ({"stop": b"k"}, ss.InvalidKeyError, "b'k'"),
+    ({"reverse": "no"}, ss.InvalidArgumentError, "'no'"),
+    ({"reverse": 1}, ss.InvalidArgumentError, "1"),
+    ({"reverse": None}, ss.InvalidArgumentError, "None"),
+    ({"limit": 2**63}, ss.InvalidArgumentError, str(2**63)),
+    ({"limit": -1}, ss.InvalidArgumentError, "-1"),
+    ({"limit": 1.5}, ss.InvalidArgumentError, "1.5"),
+    ({"limit": True}, ss.InvalidArgumentError, "True"),
+    ({"limit": "3"}, ss.InvalidArgumentError, "'3'"),
+    # The first bad argument wins: namespace, start, stop, reverse, limit.
+    ({"start": 3, "reverse": "no"}, ss.InvalidKeyError, "3"),
+    ({"reverse": "no", "limit": -1}, ss.InvalidArgumentError, "'no'"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "shown"), RANGE_CASES, ids=repr)
+@pytest.mark.parametrize("method", ["keys", "items"])
+def test_range_arguments_are_refused_alike(
+    store: ss.BaseStore, method: str, kwargs: dict[str, Any], error: type[Exception], shown: str
+) -> None:
+    store.set("ns", "k", "kept")
+    _raises(store, lambda s: getattr(s, method)("ns", **kwargs), error, shown)
+
+
+@pytest.mark.parametrize("namespace", [1, None, b"ns", SURROGATE])
+@pytest.mark.parametrize("method", ["keys", "items", "count"])
+def test_a_bad_namespace_of_a_read_is_refused_alike(
+    store: ss.BaseStore, method: str, namespace: Any
+) -> None:
+    _raises(store, lambda s: getattr(s, method)(namespace), ss.InvalidKeyError, repr(namespace))
+
+
+def test_the_largest_limit_is_accepted_and_means_all(store: ss.BaseStore) -> None:
+    store.set_many([("ns", "a", 1), ("ns", "b", 2)])
+    assert store.keys("ns", limit=2**63 - 1) == ["a", "b"]
+    assert store.items("ns", reverse=True, limit=2**63 - 1) == [("b", 2), ("a", 1)]
+
+
+def test_items_raw_must_be_a_bool(store: ss.BaseStore) -> None:
+    _raises(store, lambda s: s.items("ns", raw="yes"), ss.InvalidArgumentError, "'yes'")
+
+
+BATCH_CASES: list[tuple[Call, type[Exception], str]] = [
+    # Entry by entry: shape, namespace, key, value; the first bad entry wins.
+    (lambda s: s.set_many([("a", "k", object()), (1, "k", 2)]), ss.UnsupportedTypeError, "object"),
+    (lambda s: s.set_many([(1, "k", 2), ("a", "k", object())]), ss.InvalidKeyError, "int: 1"),
+    (lambda s: s.set_many([("a", 2.5, {1}), ("a", "k")]), ss.InvalidKeyError, "2.5"),
+    (lambda s: s.set_many([("a", "k", 1), ("a", "k")]), ss.InvalidArgumentError, "('a', 'k')"),
+    (lambda s: s.set_many(["abc"]), ss.InvalidArgumentError, "'abc'"),
+    (lambda s: s.set_many([("a", SURROGATE, 1)]), ss.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.set_many([(SURROGATE, "k", 1)]), ss.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.set_many([("a", "k", 2**64)]), ss.ValueOutOfRangeError, str(2**64)),
+    # ensure entries are checked before the items.
+    (
+        lambda s: s.set_many([(1, "k", 2)], ensure=[("a", "k", object())]),
+        ss.UnsupportedTypeError,
+        "object",
+    ),
+    (
+        lambda s: s.set_many([("a", "k", object())], ensure=[("i", 7, 1)]),
+        ss.InvalidKeyError,
+        "7",
+    ),
+    (
+        lambda s: s.set_many([("a", "k", {"x": 1}), (2, "k", b"")], raw=True),
+        ss.InvalidArgumentError,
+        "dict",
+    ),
+    (lambda s: s.set_many([("a", "k", 1)], if_absent="yes"), ss.InvalidArgumentError, "'yes'"),
+    (lambda s: s.set_many([("a", "k", b"")], raw=1), ss.InvalidArgumentError, "1"),
+    (lambda s: s.set("a", 5, object()), ss.InvalidKeyError, "5"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "shown"), BATCH_CASES)
+def test_a_bad_batch_is_refused_alike_and_writes_nothing(
+    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+) -> None:
+    store.set("ns", "k", "kept")
+    _raises(store, call, error, shown)
+    assert store.items("ns") == [("k", "kept")]
+    assert store.namespaces() == ["ns"]
+
+
+PAIR_CASES: list[tuple[Call, type[Exception], str]] = [
+    (lambda s: s.get_many([("ns", "k"), ("ns",)]), ss.InvalidArgumentError, "('ns',)"),
+    (lambda s: s.get_many([("ns", 1)]), ss.InvalidKeyError, "1"),
+    (lambda s: s.get_many([("ns", "k", "v")]), ss.InvalidArgumentError, "'v'"),
+    (lambda s: s.delete_many([("ns", "k"), "nk"]), ss.InvalidArgumentError, "'nk'"),
+    (lambda s: s.delete_many([("ns", "k"), (SURROGATE, "k")]), ss.InvalidKeyError, "surrogate"),
+    (lambda s: s.delete("ns", None), ss.InvalidKeyError, "None"),
+    (lambda s: s.contains(SURROGATE, "k"), ss.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.get("ns", b"k"), ss.InvalidKeyError, "b'k'"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "shown"), PAIR_CASES)
+def test_bad_pairs_are_refused_alike_and_delete_nothing(
+    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+) -> None:
+    store.set("ns", "k", "kept")
+    _raises(store, call, error, shown)
+    assert store.get("ns", "k") == "kept"
+
+
+PREFIX_CASES: list[tuple[Call, str]] = [
+    (lambda s: s.namespaces(3), "3"),
+    (lambda s: s.namespaces(SURROGATE), repr(SURROGATE)),
+    (lambda s: s.delete_prefix(b"n"), "b'n'"),
+    (lambda s: s.delete_prefix("n" + SURROGATE), repr("n" + SURROGATE)),
+    (lambda s: s.copy_prefix("n", None), "None"),
+    (lambda s: s.copy_prefix(SURROGATE, "m"), repr(SURROGATE)),
+]
+
+
+@pytest.mark.parametrize(("call", "shown"), PREFIX_CASES)
+def test_bad_prefixes_are_refused_alike_and_change_nothing(
+    store: ss.BaseStore, call: Call, shown: str
+) -> None:
+    store.set("ns", "k", "kept")
+    _raises(store, call, ss.InvalidKeyError, shown)
+    assert store.items("ns") == [("k", "kept")]
+    assert store.namespaces() == ["ns"]
+
+
+def test_a_bad_key_of_a_snapshot_read_is_refused_alike(store: ss.BaseStore) -> None:
+    store.set("ns", "k", "kept")
+    snap = store.snapshot()
+    with pytest.raises(ss.InvalidKeyError) as got:
+        snap.get("ns", SURROGATE)
+    assert repr(SURROGATE) in str(got.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, [3]], ids=repr)
+def test_bad_max_history_is_refused_alike(store_factory: Any, bad: Any) -> None:
+    with pytest.raises(ss.InvalidArgumentError) as got:
+        store_factory(max_history=bad)
+    with pytest.raises(ss.InvalidArgumentError) as expected:
+        ss.Store(max_history=bad)
+    assert repr(bad) in str(got.value)
+    assert str(got.value) == str(expected.value)
