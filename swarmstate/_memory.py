@@ -44,16 +44,8 @@ from operator import is_not
 from typing import Any
 
 from swarmstate import _trie
-from swarmstate._base import (
-    MISSING,
-    BaseStore,
-    Diff,
-    Pair,
-    Row,
-    Snapshot,
-    prefix_upper_bound,
-    sorted_diff,
-)
+from swarmstate._base import MISSING, BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
+from swarmstate._checks import Pair, Row
 from swarmstate._codec import loads
 from swarmstate._sorted import SortedKeys
 

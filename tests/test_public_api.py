@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import pytest
+
 import swarmstate as ss
 
 EXPECTED = {
@@ -75,15 +77,16 @@ def _imported_from(module: str) -> set[str]:
     return names
 
 
-def test_the_store_contract_module_exports_what_it_defines_sorted() -> None:
+@pytest.mark.parametrize("name", ["_base", "_checks"])
+def test_the_contract_modules_export_what_they_define_sorted(name: str) -> None:
     import ast
 
-    from swarmstate import _base
-
+    module = importlib.import_module(f"swarmstate.{name}")
+    exported = module.__all__
     # isort-style, as ruff keeps it: constants, then classes, then functions.
-    order = sorted(_base.__all__, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
-    assert _base.__all__ == order
-    tree = ast.parse(Path(_base.__file__).read_text(encoding="utf-8"))
+    order = sorted(exported, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
+    assert exported == order
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
     defined = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
@@ -91,6 +94,5 @@ def test_the_store_contract_module_exports_what_it_defines_sorted() -> None:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             defined.update(t.id for t in targets if isinstance(t, ast.Name))
-    public = {name for name in defined if not name.startswith("_")}
-    assert set(_base.__all__) == public
-    assert _imported_from("swarmstate._base") <= set(_base.__all__)
+    assert set(exported) == {n for n in defined if not n.startswith("_")}
+    assert _imported_from(f"swarmstate.{name}") <= set(exported)

@@ -18,15 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from swarmstate._base import (
-    BaseStore,
-    Diff,
-    Pair,
-    Row,
-    Snapshot,
-    prefix_upper_bound,
-    sorted_diff,
-)
+from swarmstate._base import BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
+from swarmstate._checks import Pair, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,

@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-from swarmstate._base import BaseStore, Diff, Pair, Row, Snapshot, sorted_diff
+from swarmstate._base import BaseStore, Diff, Snapshot, sorted_diff
+from swarmstate._checks import Pair, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     IncompatibleStoreError,

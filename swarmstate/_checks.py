@@ -1,0 +1,136 @@
+"""The argument checks of the store contract, in one place.
+
+:class:`~swarmstate.BaseStore` runs these before calling any backend
+primitive, so the same bad input gets the same exception, with the same
+message, on every backend. The order they run in is documented in
+:mod:`swarmstate._base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from swarmstate._codec import encode
+from swarmstate._errors import InvalidArgumentError, InvalidKeyError
+
+__all__ = [
+    "MAX_LIMIT",
+    "Pair",
+    "Row",
+    "check_flag",
+    "check_key",
+    "check_max_history",
+    "check_name",
+    "check_range",
+    "checked_pairs",
+    "encoded_rows",
+]
+
+Pair = tuple[str, str]
+"""A ``(namespace, key)``."""
+Row = tuple[Pair, bytes]
+"""A checked, encoded batch entry: ``((namespace, key), stored bytes)``."""
+
+MAX_LIMIT: Final = 2**63 - 1
+"""The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""
+
+
+# -- argument checks -----------------------------------------------------------
+
+
+def check_name(name: object, what: str = "namespace") -> None:
+    """Raise :class:`InvalidKeyError` unless ``name`` is a str every backend can store.
+
+    A lone surrogate (``"\\ud800"``) has no UTF-8 form, so no file or server
+    could store it; it is refused everywhere, not only by the durable backends.
+    """
+    if type(name) is not str:
+        raise InvalidKeyError(f"{what} must be a str, got {type(name).__name__}: {name!r}")
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidKeyError(
+                f"{what} {name!r} contains a lone surrogate, which has no UTF-8 "
+                "form; decode your input with errors='replace' or 'strict'"
+            ) from None
+
+
+def check_key(namespace: object, key: object) -> None:
+    """Raise :class:`InvalidKeyError` unless both parts of a key are valid names."""
+    check_name(namespace)
+    check_name(key, "key")
+
+
+def check_flag(value: object, what: str) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``value`` is True or False."""
+    if type(value) is not bool:
+        raise InvalidArgumentError(f"{what} must be True or False, got {value!r}")
+
+
+def check_max_history(max_history: object) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``max_history`` is None or a positive int."""
+    if max_history is not None and (type(max_history) is not int or max_history < 1):
+        raise InvalidArgumentError(
+            f"max_history must be a positive int or None, got {max_history!r}"
+        )
+
+
+def check_range(
+    namespace: object, start: object, stop: object, reverse: object, limit: object
+) -> None:
+    """The checks of ``keys``/``items``, with the common shapes decided inline."""
+    if type(namespace) is not str or not namespace.isascii():
+        check_name(namespace)
+    if start is not None:
+        check_name(start, "start")
+    if stop is not None:
+        check_name(stop, "stop")
+    if type(reverse) is not bool:
+        check_flag(reverse, "reverse")
+    if limit is not None and (type(limit) is not int or not 0 <= limit <= MAX_LIMIT):
+        raise InvalidArgumentError(
+            f"limit must be None or an int from 0 to 2**63 - 1, got {limit!r}; "
+            "pass None for no limit"
+        )
+
+
+def checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[Pair]:
+    """Materialize ``(namespace, key)`` pairs, each checked; raises before returning any."""
+    checked: list[Pair] = []
+    append = checked.append
+    for pair in pairs:
+        if type(pair) is tuple and len(pair) == 2:
+            ns, key = pair
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                append(pair)  # the common case decided inline
+                continue
+        if type(pair) not in (tuple, list) or len(pair) != 2:
+            raise InvalidArgumentError(f"expected (namespace, key) pairs, got {pair!r}")
+        check_key(pair[0], pair[1])
+        append((pair[0], pair[1]))
+    return checked
+
+
+def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
+    """Check and encode a batch, entry by entry; raises before returning anything.
+
+    Each entry's shape, namespace, key, then value: the first bad entry wins.
+    """
+    rows: list[Row] = []
+    append = rows.append
+    for entry in items:
+        if type(entry) is tuple and len(entry) == 3:
+            ns, key, value = entry
+            if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
+                append(((ns, key), encode(value, raw)))  # the common case decided inline
+                continue
+        if type(entry) not in (tuple, list) or len(entry) != 3:
+            raise InvalidArgumentError(
+                f"set_many takes (namespace, key, value) tuples, got {entry!r}"
+            )
+        ns, key, value = entry
+        check_key(ns, key)
+        append(((ns, key), encode(value, raw)))
+    return rows
