@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 
 import swarmstate as ss
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_sql
+from swarmstate.backends import _pg_migrations, _pg_sql
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 
@@ -174,7 +174,7 @@ def test_setup_raced_by_several_processes_runs_each_migration_once(pg_conninfo: 
         for proc in procs:
             proc.join(120)
         assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
-        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_sql.SCHEMA_VERSION
+        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
         assert _count_rows(pg_conninfo, schema, "meta") == 1
         with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as store:
             assert store.keys("ns") == ["from-p0", "from-p1", "from-p2", "from-p3"]
@@ -212,7 +212,7 @@ def test_a_schema_from_a_newer_version_is_refused_and_left_alone(
 ) -> None:
     store = pg_store_factory()
     store.set("ns", "k", 1)
-    newer = _pg_sql.SCHEMA_VERSION + 1
+    newer = _pg_migrations.SCHEMA_VERSION + 1
     with psycopg.connect(pg_conninfo, autocommit=True) as conn:
         conn.execute(
             sql.SQL("INSERT INTO {}.migrations (v) VALUES (%s)").format(
@@ -237,7 +237,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
     with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
         conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
-        for statement in _pg_sql.MIGRATIONS[0]:
+        for statement in _pg_migrations.MIGRATIONS[0]:
             conn.execute(sql.SQL(statement).format(schema=ident))
         conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (1,))
     # Without setup() the store writes through version 1's functions.
@@ -250,7 +250,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
         assert v1.get_many([("ix", "i"), ("ns", "a")]) == [1, 10]
         v1.delete_many([("ix", "x"), ("ix", "i")])
     store = pg_store_factory(schema=schema)  # setup() migrates to the latest version
-    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_sql.SCHEMA_VERSION
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
     assert store.items("ns") == [("a", 10), ("b", "two"), ("c", [3])]
     assert len(store) == 3
     [snap] = store.snapshots()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import uuid
 from typing import Any, Final
 
@@ -52,10 +53,14 @@ __all__ = [
     "SCHEMA_VERSION",
     "Connection",
     "apsw",
+    "check_header",
+    "check_regular",
     "configure",
     "identify",
     "open_connection",
+    "open_readonly",
     "prepare_file",
+    "probe",
     "setup",
     "translate",
     "use_wal",
@@ -65,7 +70,7 @@ Connection = apsw.Connection
 logger = logging.getLogger("swarmstate")
 
 APPLICATION_ID: Final = 0x53775374  # "SwSt" in the SQLite header: marks our files
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 FORMAT: Final = "swarmstate"
 CODEC: Final = "msgpack"
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
@@ -109,7 +114,12 @@ CREATE TABLE snapshots (
 );
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _SCHEMA_V1),)
+# A random token per snapshot, checked whenever a snapshot is used: a copy of
+# the file shares the uid, never the tokens of snapshots taken after the copy.
+# Snapshots taken before version 2 keep NULL, which their handles carry too.
+_SCHEMA_V2 = "ALTER TABLE snapshots ADD COLUMN token INTEGER;"
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _SCHEMA_V1), (2, _SCHEMA_V2))
 """``(version, sql)`` in order; :func:`setup` applies those above the file's version."""
 
 # -- statements --------------------------------------------------------------
@@ -224,8 +234,8 @@ CLEAR_END = f"UPDATE entries SET ended = {_EPOCH} WHERE ended IS NULL"
 # -- snapshots ---------------------------------------------------------------
 
 SNAPSHOT_INSERT = """
-INSERT INTO snapshots (id, mark, parent, timestamp, size_bytes, count)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+INSERT INTO snapshots (id, mark, parent, timestamp, size_bytes, count, token)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 """
 SNAPSHOT_ADVANCE = """
 UPDATE counters SET epoch = epoch + 1, floor = ?2, head = ?1, base_count = ?3, base_bytes = ?4
@@ -235,8 +245,10 @@ SNAPSHOT_EVICT = "DELETE FROM snapshots WHERE id < ?1"
 # A row ended at e was last seen by snapshot e - 1; once every snapshot
 # below ``keep_from`` is gone, rows ended at or before it serve nobody.
 COLLECT_GARBAGE = "DELETE FROM entries WHERE ended IS NOT NULL AND ended <= ?1"
-SNAPSHOT_LIST = "SELECT id, mark, parent, timestamp, size_bytes, count FROM snapshots ORDER BY id"
-SNAPSHOT_MARK = "SELECT mark FROM snapshots WHERE id = ?1"
+SNAPSHOT_LIST = """
+SELECT id, mark, parent, timestamp, size_bytes, count, token FROM snapshots ORDER BY id
+"""
+SNAPSHOT_MARK = "SELECT mark, token FROM snapshots WHERE id = ?1"
 SET_HEAD = "UPDATE counters SET head = ?1"
 
 # Row id of (ns, key) as snapshot :v (taken at :m) saw it, via the two
@@ -344,6 +356,24 @@ def open_connection(path: str) -> apsw.Connection:
     return apsw.Connection(path, flags=flags)
 
 
+def open_readonly(path: str, busy_timeout: float) -> apsw.Connection:
+    """Open ``path`` for reading only: a connection that never changes the file or its WAL.
+
+    It reads committed transactions still in ``-wal`` (a crashed writer's),
+    but cannot checkpoint them into the file, and closing it deletes
+    nothing. Only the ``-shm`` index, a cache SQLite rebuilds at will, may be
+    created or rewritten.
+    """
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW
+    conn = apsw.Connection(path, flags=flags)
+    try:
+        set_busy_timeout(conn, busy_timeout)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def set_busy_timeout(conn: apsw.Connection, seconds: float) -> None:
     """Wait up to ``seconds`` for another connection's lock instead of failing at once."""
     conn.set_busy_timeout(int(seconds * 1000))
@@ -394,9 +424,40 @@ def use_wal(conn: apsw.Connection, path: str) -> None:
         )
 
 
+def check_regular(path: str) -> bool:
+    """Whether ``path`` exists; refuse anything there that is not a regular file.
+
+    A FIFO would block the first read forever and a device or socket is no
+    database: each is refused at once, before anything opens it.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StorageError(f"cannot inspect {path}: {exc.strerror}") from exc
+    if stat.S_ISREG(mode):
+        return True
+    kind = (
+        "a directory" if stat.S_ISDIR(mode)
+        else "a symbolic link" if stat.S_ISLNK(mode)
+        else "a FIFO" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device"
+    )  # fmt: skip
+    raise StorageError(f"{path} is {kind}, not a regular file; give DiskStore a file path")
+
+
 def check_header(path: str) -> None:
-    """Refuse a non-empty file that does not start with the SQLite header."""
-    with open(path, "rb") as handle:
+    """Refuse a non-empty file that does not start with the SQLite header.
+
+    Opened without blocking and checked again through the open descriptor,
+    so a FIFO swapped in after :func:`check_regular` is refused too.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StorageError(f"{path} is not a regular file; give DiskStore a file path")
         head = handle.read(len(SQLITE_HEADER))
     if head and head != SQLITE_HEADER:
         raise IncompatibleStoreError(
@@ -433,6 +494,28 @@ def identify(conn: apsw.Connection, path: str) -> None:
             f"{path} has swarmstate schema version {version}, newer than this "
             f"swarmstate understands ({SCHEMA_VERSION}); upgrade swarmstate to open it"
         )
+
+
+def probe(path: str, busy_timeout: float) -> None:
+    """Refuse a foreign or newer file through a read-only connection (see :func:`identify`).
+
+    Run before any read-write connection: a read-write one would fold a
+    foreign file's leftover ``-wal`` into it and delete the ``-wal`` on close.
+    """
+    try:
+        conn = open_readonly(path, busy_timeout)
+    except apsw.CantOpenError:
+        return  # no read-only view possible here (rare): the read-write open decides
+    try:
+        identify(conn, path)
+    except apsw.ReadOnlyError as exc:
+        raise IncompatibleStoreError(
+            f"{path} has a rollback journal left by a crashed writer, so it is not a "
+            f"file DiskStore made (those always use write-ahead logging; {exc}); "
+            "point DiskStore at a new path"
+        ) from exc
+    finally:
+        conn.close()
 
 
 def setup(conn: apsw.Connection, path: str) -> str:
@@ -483,28 +566,31 @@ def file_mode(path: str) -> int | None:
         return None
 
 
-def prepare_file(path: str) -> None:
-    """Check the directory, refuse foreign files, create a new file 0600.
+def prepare_file(path: str) -> bool:
+    """Check the directory, refuse what is not a SQLite file, create a new file 0600.
 
-    The WAL and shared-memory files SQLite makes later copy the database
-    file's mode, so they are 0600 too.
+    Returns whether ``path`` already existed (it then still needs
+    :func:`probe`). Reads at most the file's first bytes. The WAL and
+    shared-memory files SQLite makes later copy the database file's mode,
+    so they are 0600 too.
     """
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         raise StorageError(
             f"cannot create {path}: directory {directory} does not exist; create it first"
         )
-    if os.path.isdir(path):
-        raise StorageError(f"{path} is a directory; give DiskStore a file path")
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise StorageError(f"cannot create {path}: {exc.strerror}") from exc
-    else:
-        os.close(fd)
-        return
+    for name in (path + "-wal", path + "-shm"):
+        check_regular(name)
+    if not check_regular(path):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            check_regular(path)  # another process was quicker
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc.strerror}") from exc
+        else:
+            os.close(fd)
+            return False
     try:
         check_header(path)
     except OSError as exc:
@@ -520,3 +606,4 @@ def prepare_file(path: str) -> None:
                 name,
                 mode,
             )
+    return True

@@ -6,11 +6,14 @@ row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: each
 thread gets its own connection, writes take the write lock up front
 (``BEGIN IMMEDIATE``), and a process that forks opens fresh connections.
+
+Fork: see :mod:`swarmstate.backends._disk_process`.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 import weakref
@@ -24,8 +27,10 @@ from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
     InvalidKeyError,
+    StorageError,
     StoreClosedError,
 )
+from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
 from swarmstate.backends._sqlite import Connection, apsw
 
@@ -34,9 +39,6 @@ __all__ = ["DiskStore"]
 _T = TypeVar("_T")
 _Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
-_ABANDONED: list[Connection] = []
-"""Connections inherited across fork: never closed in the child, where closing
-could disturb the parent's locks and WAL."""
 
 
 class DiskStore(BaseStore):
@@ -53,12 +55,15 @@ class DiskStore(BaseStore):
             the row versions only they needed are deleted); None keeps all.
             It applies when this handle takes a snapshot.
         busy_timeout: Seconds to wait for another writer's lock before
-            raising :class:`~swarmstate.StorageError`.
+            raising :class:`~swarmstate.StorageError`; also how long
+            ``fork()`` waits for a write in flight.
 
     Raises:
-        StorageError: The directory is missing or the file cannot be opened.
+        StorageError: The directory is missing, the path is not a regular
+            file, or the file cannot be opened.
         IncompatibleStoreError: The file is not SQLite, was made by something
-            else, or by a newer swarmstate. The file is left untouched.
+            else, or by a newer swarmstate. The file (and its ``-wal``) is left
+            byte for byte as it was.
 
     Thread-safe and safe for several processes on one host. After ``fork``
     the child opens its own connections on first use.
@@ -92,8 +97,14 @@ class DiskStore(BaseStore):
         self._file = str(self.path)
         self._closed = False
         self._reset_process_state()
-        sql.prepare_file(self._file)
+        process.register(self)
+        existed = sql.prepare_file(self._file)
         try:
+            if existed:
+                self._retry_busy(
+                    lambda: sql.probe(self._file, self.busy_timeout),
+                    (apsw.BusyError, apsw.LockedError),
+                )
             self._uid = self._open_file()
         except apsw.Error as exc:
             self.close()
@@ -103,7 +114,7 @@ class DiskStore(BaseStore):
             raise
 
     def _open_file(self) -> str:
-        """Identify the file, switch it to WAL, set up the schema; the store's uid.
+        """Identify the file again, switch it to WAL, set up the schema; the store's uid.
 
         Processes opening a new file at the same moment contend for it while
         one of them switches the journal mode, and SQLite reports that as
@@ -113,11 +124,12 @@ class DiskStore(BaseStore):
         conn = self._new_connection()
 
         def open_file() -> str:
-            sql.identify(conn, self._file)
+            sql.identify(conn, self._file)  # as probe() did, should the file have changed since
             sql.use_wal(conn, self._file)
             return sql.setup(conn, self._file)
 
-        return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
+        with self._write_lock:
+            return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
 
     def _retry_busy(
         self,
@@ -156,7 +168,7 @@ class DiskStore(BaseStore):
         """Per-process state: this thread's connection, the list to close, the write lock."""
         self._pid = os.getpid()
         self._local = threading.local()
-        self._conns: list[tuple[weakref.ref[threading.Thread], Connection]] = []
+        self._conns: list[process.Entry] = []
         self._conns_lock = threading.Lock()
         # Threads of one process queue here, without SQLite's sleep-and-retry.
         self._write_lock = threading.Lock()
@@ -167,7 +179,7 @@ class DiskStore(BaseStore):
             raise self._closed_error()
         if os.getpid() != self._pid:
             with self._conns_lock:
-                _ABANDONED.extend(conn for _, conn in self._conns)
+                process.ABANDONED.extend(conn for _, conn in self._conns)
             self._reset_process_state()
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None:
@@ -175,6 +187,13 @@ class DiskStore(BaseStore):
         return conn
 
     def _new_connection(self) -> Connection:
+        if process.forked_mid_write(self._file):
+            raise StorageError(
+                f"{self._file}: this process was forked while another thread of its parent "
+                f"was inside a write to this file for longer than busy_timeout, so SQLite "
+                "in this process will always see that write's lock as taken; use the file "
+                "from a process started with spawn or forkserver, or fork when no write runs"
+            )
         try:
             conn = sql.open_connection(self._file)
             sql.configure(conn, self.synchronous, self.busy_timeout)
@@ -201,7 +220,7 @@ class DiskStore(BaseStore):
         with self._conns_lock:
             conns, self._conns = self._conns, []
         if os.getpid() != self._pid:
-            _ABANDONED.extend(conn for _, conn in conns)
+            process.ABANDONED.extend(conn for _, conn in conns)
             return
         for _, conn in conns:
             conn.close()
@@ -382,10 +401,11 @@ class DiskStore(BaseStore):
                 size_bytes=nbytes,
                 count=count,
                 _store=self,
+                _token=secrets.randbits(63),
             )
             conn.execute(
                 sql.SNAPSHOT_INSERT,
-                (snap.id, next_id, snap.parent, snap.timestamp, nbytes, count),
+                (snap.id, next_id, snap.parent, snap.timestamp, nbytes, count, snap._token),
             )
             conn.execute(sql.SNAPSHOT_ADVANCE, (snap.id, next_id, count, nbytes))
             if self.max_history is not None:
@@ -426,15 +446,22 @@ class DiskStore(BaseStore):
                 size_bytes=size_bytes,
                 count=count,
                 _store=self,
+                _token=token,
             )
-            for sid, _, parent, timestamp, size_bytes, count in rows
+            for sid, _, parent, timestamp, size_bytes, count, token in rows
         ]
 
     def _mark(self, conn: Connection, snapshot: Snapshot) -> int:
-        """The snapshot's mark, read inside the caller's transaction; raises if evicted."""
+        """The snapshot's mark, read inside the caller's transaction; raises if evicted.
+
+        The token tells this file's snapshot from another's with the same id
+        (this file is a copy of the one that took it, or was copied from it).
+        """
         row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
         if row is None:
             raise self._evicted(snapshot)
+        if row[1] != snapshot._token:
+            raise self._foreign(snapshot)
         return int(row[0])
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore, Diff, Snapshot, sorted_diff
@@ -38,23 +39,23 @@ from swarmstate._codec import loads
 from swarmstate._errors import (
     IncompatibleStoreError,
     InvalidArgumentError,
-    MissingDependencyError,
     StorageError,
     StoreClosedError,
 )
+from swarmstate.backends import _pg_migrations as m
 from swarmstate.backends import _pg_sql as q
-
-try:
-    import psycopg
-    from psycopg import errors as pg_errors
-    from psycopg import pq, sql
-    from psycopg.rows import tuple_row
-    from psycopg_pool import ConnectionPool, PoolTimeout
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingDependencyError(
-        f"PostgresStore needs psycopg 3 and psycopg_pool ({exc.name} is missing): "
-        'pip install "swarmstate[postgres]"'
-    ) from exc
+from swarmstate.backends._pg_conn import (
+    ConnectionPool,
+    PooledConnection,
+    PoolTimeout,
+    keep,
+    pg_errors,
+    psycopg,
+    rollback_quietly,
+    safe_conninfo,
+    sql,
+    tuple_row,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -70,6 +71,8 @@ _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 
 _SMALL_BATCH = 8  # entries up to which put_ensure takes one parameter per value
 _PUT_ENSURE_SINCE = 5  # the migration that adds put_ensure
+_TOKENS_SINCE = 6  # the migration that adds snapshot tokens and names of any length
+_RECHECK_SECONDS = 30.0
 
 
 def _put_many_params(
@@ -100,45 +103,6 @@ def _enc(name: str) -> bytes:
 
 def _dec(data: bytes) -> str:
     return bytes(data).decode("utf-8", "surrogatepass")
-
-
-class _PooledConnection(psycopg.Connection[Any]):
-    """A connection of a pool the store owns, keeping one cursor for its statements.
-
-    A cursor caches the adapters it looked up, so reusing one saves about a
-    tenth of a small call's client time. The pool hands a connection to one
-    thread at a time. The cursor keeps its last result until the next
-    statement, so a large one is dropped with the cursor (see _keep).
-    """
-
-    hot_cursor: psycopg.Cursor[tuple[Any, ...]] | None = None
-
-
-# A result at most this big may stay with a pooled connection's cursor.
-_KEEP_ROWS = 64
-_KEEP_BYTES = 1 << 20
-
-
-def _keep(rows: list[tuple[Any, ...]]) -> bool:
-    """Whether a result is small enough to leave referenced by the hot cursor."""
-    if len(rows) > _KEEP_ROWS:
-        return False
-    size = 0
-    for row in rows:
-        for value in row:
-            if type(value) is bytes:
-                size += len(value)
-    return size <= _KEEP_BYTES
-
-
-def _safe_conninfo(conninfo: str) -> str:
-    """``conninfo`` without its password, for repr and messages."""
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(conninfo)
-    except psycopg.ProgrammingError:
-        return "<unparsable conninfo>"
-    params.pop("password", None)
-    return " ".join(f"{k}={v}" for k, v in sorted(params.items()) if k != "passfile")
 
 
 class PostgresStore(BaseStore):
@@ -184,15 +148,15 @@ class PostgresStore(BaseStore):
         self._lock = threading.Lock()
         self._uid_value: str | None = None
         self._version = 0  # the schema's migration version, read with the uid
-        ident = self._ident = sql.Identifier(schema)
+        self._recheck_at = 0.0  # when to read a version below this code's again
+        self._ident = sql.Identifier(schema)
         self._sql: dict[str, str] = {
-            name: sql.SQL(text).format(schema=ident).as_string(None)
+            name: self._format(text)
             for name, text in vars(q).items()
             if name.isupper() and isinstance(text, str) and not name.startswith("_")
         }
-        self._migrations = [
-            [sql.SQL(s).format(schema=ident).as_string(None) for s in step] for step in q.MIGRATIONS
-        ]
+        self._sql_v6 = {name: self._format(text) for name, text in q.SINCE_V6.items()}
+        self._migrations = [[self._format(s) for s in step] for step in m.MIGRATIONS]
         if self._owns_pool:
             self._pool = self._new_pool()
 
@@ -212,6 +176,9 @@ class PostgresStore(BaseStore):
         finally:
             store.close()
 
+    def _format(self, text: str) -> str:
+        return sql.SQL(text).format(schema=self._ident).as_string(None)
+
     def _new_pool(self) -> ConnectionPool[Any]:
         assert self._conninfo is not None
         return ConnectionPool(
@@ -219,7 +186,7 @@ class PostgresStore(BaseStore):
             min_size=1,
             max_size=8,
             kwargs={"autocommit": True},
-            connection_class=_PooledConnection,
+            connection_class=PooledConnection,
             open=True,
             name=f"swarmstate-{self.schema}",
         )
@@ -228,7 +195,7 @@ class PostgresStore(BaseStore):
 
     def _get_pool(self) -> ConnectionPool[Any]:
         if self._closed:
-            raise StoreClosedError("this PostgresStore is closed; open a new one")
+            raise self._closed_error()
         if self._owns_pool and self._pid != os.getpid():
             # After fork the parent's sockets must not be used or closed here.
             with self._lock:
@@ -251,31 +218,39 @@ class PostgresStore(BaseStore):
                     if not conn.autocommit:
                         conn.commit()
                 except BaseException:
-                    _rollback_quietly(conn)
+                    rollback_quietly(conn)
                     raise
                 finally:
                     pool.putconn(conn)
                 return result
-            except _RETRYABLE as exc:
-                if attempt == _RETRIES - 1:
-                    raise StorageError(
-                        f"PostgreSQL kept aborting the transaction ({exc.sqlstate}) after "
-                        f"{_RETRIES} attempts; retry later"
-                    ) from exc
-                time.sleep(random.uniform(0, 0.002 * 2**attempt))
-            except _MISSING_TABLES as exc:
-                raise StorageError(
-                    f"swarmstate tables not found in schema {self.schema!r}: "
-                    "call PostgresStore.setup() once before using the store"
-                ) from exc
-            except PoolTimeout as exc:
-                raise StorageError(
-                    f"no PostgreSQL connection available ({exc}); check that the server "
-                    "is reachable and the pool is large enough"
-                ) from exc
-            except psycopg.Error as exc:
-                raise StorageError(f"PostgreSQL operation failed: {exc}") from exc
+            except psycopg.Error as exc:  # PoolTimeout and PoolClosed are psycopg errors too
+                if isinstance(exc, _RETRYABLE) and attempt < _RETRIES - 1:
+                    time.sleep(random.uniform(0, 0.002 * 2**attempt))
+                    continue
+                raise self._translate(exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _translate(self, exc: psycopg.Error) -> Exception:
+        """The swarmstate error for a failed call."""
+        if isinstance(exc, _RETRYABLE):
+            return StorageError(
+                f"PostgreSQL kept aborting the transaction ({exc.sqlstate}) after "
+                f"{_RETRIES} attempts; retry later"
+            )
+        if isinstance(exc, _MISSING_TABLES):
+            return StorageError(
+                f"swarmstate tables not found in schema {self.schema!r}: "
+                "call PostgresStore.setup() once before using the store"
+            )
+        if isinstance(exc, PoolTimeout):
+            return StorageError(
+                f"no PostgreSQL connection available ({exc}); check that the server "
+                "is reachable and the pool is large enough"
+            )
+        return StorageError(f"PostgreSQL operation failed: {exc}")
+
+    def _closed_error(self) -> StoreClosedError:
+        return StoreClosedError("this PostgresStore is closed; open a new one")
 
     def _fetch(
         self, name: str, params: Mapping[str, Any] | tuple[Any, ...] | None = None
@@ -285,14 +260,14 @@ class PostgresStore(BaseStore):
         text = self._sql[name]
 
         def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-            if not isinstance(conn, _PooledConnection):
+            if not isinstance(conn, PooledConnection):
                 with conn.cursor(row_factory=tuple_row, binary=True) as fresh:
                     return fresh.execute(text, params).fetchall()
             cur = conn.hot_cursor
             if cur is None or cur.closed:
                 cur = conn.hot_cursor = conn.cursor(row_factory=tuple_row, binary=True)
             rows = cur.execute(text, params).fetchall()
-            if not _keep(rows):
+            if not keep(rows):
                 conn.hot_cursor = None
                 cur.close()  # frees the result; the next call makes a new cursor
             return rows
@@ -319,8 +294,16 @@ class PostgresStore(BaseStore):
         return self._run(work)
 
     def _ready(self) -> None:
-        """Check once per store that the schema exists and is not newer than this code."""
-        if self._uid_value is not None:
+        """Check that the schema exists and is not newer than this code; pick its statements.
+
+        Read once per store, and again every :data:`_RECHECK_SECONDS` while the
+        schema is older than this code: another process's ``setup()`` may
+        migrate it, and the statements for the new version are then the ones
+        its indexes serve.
+        """
+        if self._uid_value is not None and (
+            self._version >= m.SCHEMA_VERSION or time.monotonic() < self._recheck_at
+        ):
             return
 
         def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
@@ -336,6 +319,9 @@ class PostgresStore(BaseStore):
         uid, version = rows[0]
         _check_version(self.schema, version)
         self._version = int(version or 0)
+        if self._version >= _TOKENS_SINCE:
+            self._sql.update(self._sql_v6)
+        self._recheck_at = time.monotonic() + _RECHECK_SECONDS
         self._uid_value = uid
 
     @property
@@ -364,8 +350,9 @@ class PostgresStore(BaseStore):
         """
         if conn is not None:
             self._setup_on(conn)
-            return
-        self._run(self._setup_on)
+        else:
+            self._run(self._setup_on)
+        self._recheck_at = 0.0  # read the version it left on the next call
 
     def _setup_on(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
@@ -375,7 +362,7 @@ class PostgresStore(BaseStore):
             row = cur.execute(self._sql["APPLIED_VERSION"]).fetchone()
             applied = int(row[0]) if row else 0
             _check_version(self.schema, applied)
-            for version in range(applied + 1, q.SCHEMA_VERSION + 1):
+            for version in range(applied + 1, m.SCHEMA_VERSION + 1):
                 for statement in self._migrations[version - 1]:
                     cur.execute(statement)
                 cur.execute(self._sql["RECORD_VERSION"], (version,))
@@ -383,7 +370,7 @@ class PostgresStore(BaseStore):
     # -- reads -----------------------------------------------------------
 
     def _read(self, pair: Pair) -> bytes | None:
-        rows = self._fetch("GET", (_enc(pair[0]), _enc(pair[1])))
+        rows = self._fetch("GET", {"ns": _enc(pair[0]), "key": _enc(pair[1])})
         return rows[0][0] if rows else None
 
     def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
@@ -524,23 +511,24 @@ class PostgresStore(BaseStore):
         self._ready()
         lock, take, evict = self._sql["LOCK"], self._sql["SNAPSHOT"], self._sql["EVICT"]
         keep = self.max_history
+        token = secrets.randbits(63) if self._version >= _TOKENS_SINCE else None
 
         def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
             # All three in one implicit transaction: eviction runs under the lock.
             with conn.pipeline():
                 conn.cursor().execute(lock)
                 cur = conn.cursor(row_factory=tuple_row, binary=True)
-                cur.execute(take)
+                cur.execute(take, {"token": token})
                 if keep is not None:
                     conn.cursor().execute(evict, {"keep": keep})
             return cur.fetchone()
 
         row = self._run(work)
         assert row is not None
-        return self._snapshot_from(row)
+        return self._snapshot_from((*row, token))
 
     def _snapshot_from(self, row: tuple[Any, ...]) -> Snapshot:
-        snap_id, parent, taken_at, size_bytes, count, version = row
+        snap_id, parent, taken_at, size_bytes, count, version, token = (*row, None)[:7]
         return Snapshot(
             id=int(snap_id),
             parent=None if parent is None else int(parent),
@@ -549,10 +537,16 @@ class PostgresStore(BaseStore):
             count=int(count),
             _store=self,
             _payload=int(version),
+            _token=token,
         )
 
+    def _params(self, snapshot: Snapshot) -> dict[str, Any]:
+        return {"id": snapshot.id, "v": snapshot._payload, "t": snapshot._token}
+
     def _restore(self, snapshot: Snapshot) -> None:
-        rows = self._fetch("RESTORE", {"id": snapshot.id, "v": snapshot._payload})
+        rows = self._fetch("RESTORE", self._params(snapshot))
+        if not rows:  # from version 6: not a snapshot this schema took
+            self._check_live(snapshot)
         if rows[0][0] is None:
             raise self._evicted(snapshot)
 
@@ -560,15 +554,17 @@ class PostgresStore(BaseStore):
         return [self._snapshot_from(row) for row in self._fetch("SNAPSHOTS")]
 
     def _check_live(self, *snaps: Snapshot) -> None:
+        """Raise for the first snapshot this schema no longer has, or never took."""
         for snap in snaps:
-            rows = self._fetch("IS_LIVE", {"id": snap.id, "v": snap._payload})
-            if not rows[0][0]:
+            retained, same_token = self._fetch("IS_LIVE", self._params(snap))[0]
+            if not retained:
                 raise self._evicted(snap)
+            if not same_token:
+                raise self._foreign(snap)
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_own(snapshot)
-        params = {"ns": _enc(namespace), "key": _enc(key), "id": snapshot.id,
-                  "v": snapshot._payload}  # fmt: skip
+        params = {"ns": _enc(namespace), "key": _enc(key), **self._params(snapshot)}
         rows = self._fetch("SNAPSHOT_GET", params)
         if rows:
             return loads(rows[0][0])
@@ -579,7 +575,7 @@ class PostgresStore(BaseStore):
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
-        rows = self._fetch("SNAPSHOT_KEYS", {"id": snapshot.id, "v": snapshot._payload})
+        rows = self._fetch("SNAPSHOT_KEYS", self._params(snapshot))
         if not rows:
             self._check_live(snapshot)
         return [(_dec(ns), _dec(key)) for ns, key in rows]
@@ -590,8 +586,9 @@ class PostgresStore(BaseStore):
             return sorted_diff([], [], [])
         v_base, v_later = int(base._payload), int(later._payload)
         params = {
-            "id1": base.id, "v1": v_base, "id2": later.id, "v2": v_later, "need": 2,
-            "lo": min(v_base, v_later), "hi": max(v_base, v_later),
+            "id1": base.id, "v1": v_base, "t1": base._token,
+            "id2": later.id, "v2": v_later, "t2": later._token,
+            "need": 2, "lo": min(v_base, v_later), "hi": max(v_base, v_later),
         }  # fmt: skip
         rows = self._fetch("SNAPSHOT_DIFF", params)
         if not rows:
@@ -621,25 +618,14 @@ class PostgresStore(BaseStore):
             self._pool.close()
 
     def __repr__(self) -> str:
-        where = _safe_conninfo(self._conninfo) if self._conninfo else "pool"
+        where = safe_conninfo(self._conninfo) if self._conninfo else "pool"
         state = "closed" if self._closed else "open"
         return f"PostgresStore({where!r}, schema={self.schema!r}, {state})"
 
 
 def _check_version(schema: str, version: int | None) -> None:
-    if version is not None and int(version) > q.SCHEMA_VERSION:
+    if version is not None and int(version) > m.SCHEMA_VERSION:
         raise IncompatibleStoreError(
             f"schema {schema!r} is at swarmstate schema version {version}, newer than "
-            f"this code's {q.SCHEMA_VERSION}; upgrade swarmstate"
+            f"this code's {m.SCHEMA_VERSION}; upgrade swarmstate"
         )
-
-
-def _rollback_quietly(conn: psycopg.Connection[Any]) -> None:
-    """End a failed transaction before the connection goes back to the pool.
-
-    Autocommit connections are already idle after an error; the pool closes
-    one that is still busy (interrupted mid-query) or broken.
-    """
-    if conn.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
-        with suppress(psycopg.Error):
-            conn.rollback()

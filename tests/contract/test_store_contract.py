@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -509,3 +510,45 @@ def test_set_many_ensure_with_a_large_batch(store: ss.BaseStore) -> None:
     assert store.set_many(items, ensure=ensure) == 12 + 5
     assert store.get_many([("index", f"e{i}") for i in range(4)]) == ["old", "new", "old", "new"]
     assert store.items("data", start="k10") == [("k10", 10), ("k11", 11)]
+
+
+def _text(seed: int, chars: int) -> str:
+    """Text no compressor shrinks: random CJK characters, 3 bytes each in UTF-8."""
+    rng = random.Random(seed)
+    return "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(chars))
+
+
+def test_long_names_keep_their_order_and_prefixes_on_every_backend(store: ss.BaseStore) -> None:
+    # Over 3 kB each, and sharing their first 3 kB: more than any index row holds.
+    base = "t/" + _text(1, 1100)
+    spaces = [base + tail for tail in "dbeac"] + ["t/short", "t0"]
+    keys = [_text(2, 1200) + tail for tail in "qpstr"] + ["a", "\U0010ffff", _text(3, 5)]
+    store.set_many([(ns, key, [ns[-1], key[-1]]) for ns in spaces for key in keys])
+    assert store.namespaces("t/") == sorted(spaces[:-1])
+    assert store.namespaces(base) == sorted(spaces[:5])
+    ns = spaces[0]
+    assert store.keys(ns) == sorted(keys)
+    assert store.keys(ns, reverse=True, limit=3) == sorted(keys, reverse=True)[:3]
+    assert store.keys(ns, start=keys[1], stop=keys[3]) == [
+        k for k in sorted(keys) if keys[1] <= k < keys[3]
+    ]
+    assert store.items(ns, start=keys[2], limit=1) == [(keys[2], [ns[-1], keys[2][-1]])]
+    assert store.get(ns, keys[0]) == [ns[-1], keys[0][-1]]
+    assert store.get_many([(ns, keys[4]), (ns, keys[0] + "x")]) == [[ns[-1], "r"], None]
+    assert store.count(ns) == len(keys)
+    snap = store.snapshot()
+    store.set(ns, keys[0], "new")
+    assert store.set_many([(ns, keys[1], "kept?")], if_absent=True) == 0
+    assert store.delete(ns, keys[4])
+    assert snap.get(ns, keys[0]) == [ns[-1], "q"]
+    assert store.snapshot().diff(snap) == {
+        "added": [],
+        "removed": [(ns, keys[4])],
+        "changed": [(ns, keys[0])],
+    }
+    assert store.copy_prefix(base + "a", base + "f") == len(keys)
+    assert store.delete_prefix(base + "b") == len(keys)
+    assert store.namespaces(base) == sorted([base + t for t in "acdef"])
+    store.restore(snap)
+    assert store.items(ns) == [(k, [ns[-1], k[-1]]) for k in sorted(keys)]
+    assert store.namespaces(base) == sorted(spaces[:5])

@@ -1,0 +1,85 @@
+"""DiskStore across processes: fork.
+
+Fork. SQLite keeps its locks per process, in tables that ``fork()`` copies:
+a child forked while a thread of its parent held a write transaction would
+believe, forever, that the write lock is taken, on every connection to that
+file. So a fork is held off until no registered store of this process is
+inside a write (each for at most its ``busy_timeout``); a child forked anyway
+refuses that file at once (:func:`forked_mid_write`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from typing import Protocol
+
+from swarmstate.backends._sqlite import Connection
+
+__all__ = ["ABANDONED", "Entry", "forked_mid_write", "register"]
+
+Entry = tuple[weakref.ref[threading.Thread], Connection]
+"""A connection and the thread it was opened for."""
+
+ABANDONED: list[Connection] = []
+"""Connections inherited across fork: never closed in the child, where closing
+could disturb the parent's locks and WAL."""
+
+
+class _Store(Protocol):
+    """What the fork hooks need of a DiskStore."""
+
+    _file: str
+    _pid: int
+    _write_lock: threading.Lock
+    busy_timeout: float
+
+
+_STORES: weakref.WeakSet[_Store] = weakref.WeakSet()
+_REGISTRY_LOCK = threading.Lock()
+_HELD: list[threading.Lock] = []
+_UNSETTLED: list[str] = []
+_WEDGED: set[str] = set()
+"""Files this process (a child) cannot use: forked during a write to them."""
+
+
+def register(store: _Store) -> None:
+    """Hold off forks of this process while ``store`` is inside a write."""
+    with _REGISTRY_LOCK:
+        _STORES.add(store)
+
+
+def forked_mid_write(path: str) -> bool:
+    """Whether this process was forked while a thread of its parent wrote to ``path``."""
+    return path in _WEDGED
+
+
+def _before_fork() -> None:
+    """Hold off the fork until no store of this process is inside a write transaction."""
+    _REGISTRY_LOCK.acquire()  # released after the fork, in both processes
+    for store in list(_STORES):
+        if store._pid != os.getpid():
+            continue  # inherited from a parent and not used here: no write can run
+        if store._write_lock.acquire(timeout=store.busy_timeout):
+            _HELD.append(store._write_lock)
+        else:
+            _UNSETTLED.append(store._file)
+
+
+def _after_fork(in_child: bool) -> None:
+    if in_child:
+        _WEDGED.update(_UNSETTLED)
+    for lock in _HELD:
+        lock.release()
+    _HELD.clear()
+    _UNSETTLED.clear()
+    _REGISTRY_LOCK.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=lambda: _after_fork(in_child=False),
+        after_in_child=lambda: _after_fork(in_child=True),
+    )

@@ -1,0 +1,263 @@
+"""DiskStore against hostile files and processes: fork mid-write, copies, foreign WAL, FIFOs.
+
+Each test here reproduces a defect an adversarial review found (issue 14)
+and failed before the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import swarmstate as ss
+from swarmstate.backends import disk
+from swarmstate.backends.disk import DiskStore
+
+# Set by the first at-fork hook to run (hooks registered later run first, and
+# DiskStore's was registered when the import above ran): a fork has begun.
+_FORKING = threading.Event()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_FORKING.set)
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+# Python 3.12+ warns that forking a process with threads is unsafe: that is
+# exactly the situation under test.
+forks_with_threads = pytest.mark.filterwarnings("ignore:.*multi-threaded.*:DeprecationWarning")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _hold_a_write(store: DiskStore, inside: threading.Event, release: threading.Event) -> None:
+    """Write one row in a transaction kept open until ``release`` is set."""
+    data = ss.dumps("held")
+
+    def body(conn: object) -> None:
+        disk._put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
+        inside.set()
+        release.wait(timeout=60)
+
+    store._write("hold", body)
+
+
+def _child_exit(check: object) -> None:
+    """Run ``check()`` in a forked child and leave with its verdict as the exit code."""
+    code = 1
+    try:
+        check()  # type: ignore[operator]
+        code = 0
+    except BaseException as exc:  # reported through the exit code and stderr
+        os.write(2, f"child: {exc!r}\n".encode())
+    finally:
+        os._exit(code)
+
+
+# -- fork during a write transaction -------------------------------------------------
+
+
+@needs_fork
+@forks_with_threads
+def test_fork_during_a_write_waits_for_it_and_the_child_can_write(db: Path) -> None:
+    store = DiskStore(db, busy_timeout=5)
+    inside, release = threading.Event(), threading.Event()
+    writer = threading.Thread(target=_hold_a_write, args=(store, inside, release))
+    writer.start()
+    assert inside.wait(timeout=60)
+    # The writer is inside its transaction and stays there until a fork begins.
+    _FORKING.clear()
+    watcher = threading.Thread(target=lambda: (_FORKING.wait(timeout=60), release.set()))
+    watcher.start()
+    pid = os.fork()
+    if pid == 0:
+
+        def check() -> None:
+            assert store.get("a", "held") == "held"  # committed before the fork
+            store.set("a", "child", 1)
+            with DiskStore(db, busy_timeout=1) as again:
+                again.set("a", "again", 2)
+
+        _child_exit(check)
+    release.set()
+    writer.join()
+    watcher.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.get_many([("a", "held"), ("a", "child"), ("a", "again")]) == ["held", 1, 2]
+    store.close()
+
+
+@needs_fork
+@forks_with_threads
+def test_a_child_forked_while_a_write_outlasts_busy_timeout_refuses_the_file_at_once(
+    db: Path,
+) -> None:
+    store = DiskStore(db, busy_timeout=0.2)
+    inside, release = threading.Event(), threading.Event()
+    writer = threading.Thread(target=_hold_a_write, args=(store, inside, release))
+    writer.start()
+    assert inside.wait(timeout=60)
+    pid = os.fork()  # waits busy_timeout for the writer, then forks anyway
+    if pid == 0:
+
+        def check() -> None:
+            with pytest.raises(ss.StorageError, match="forked while another thread"):
+                store.set("a", "child", 1)
+            with pytest.raises(ss.StorageError, match="forked while another thread"):
+                DiskStore(db, busy_timeout=30)
+
+        _child_exit(check)
+    release.set()
+    writer.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.get("a", "held") == "held"
+    store.set("a", "parent", 1)  # the parent is unaffected
+    store.close()
+
+
+# -- a copied file ---------------------------------------------------------------------
+
+
+def test_a_copy_of_the_file_refuses_the_snapshots_the_original_takes_later(
+    tmp_path: Path,
+) -> None:
+    original, copy = tmp_path / "a.db", tmp_path / "b.db"
+    with DiskStore(original) as a:
+        a.set("ns", "k", "shared")
+        shared = a.snapshot()
+    shutil.copyfile(original, copy)
+    a, b = DiskStore(original), DiskStore(copy)
+    a.set("ns", "k", "on a")
+    on_a = a.snapshot()
+    b.set("ns", "k", "on b")
+    on_b = b.snapshot()
+    assert on_a.id == on_b.id
+    assert on_a != on_b
+    with pytest.raises(ss.SnapshotError, match="another store"):
+        b.restore(on_a)
+    with pytest.raises(ss.SnapshotError, match="another store"):
+        on_b.diff(on_a)
+    with pytest.raises(ss.SnapshotError, match="another store"):
+        on_a.diff(on_b)
+    assert b.get("ns", "k") == "on b"
+    # History from before the copy is the copy's own history too.
+    b.restore(shared)
+    assert b.get("ns", "k") == "shared"
+    assert on_a.get("ns", "k") == "on a"
+    a.close()
+    b.close()
+
+
+def test_snapshots_taken_before_the_token_column_still_restore(db: Path) -> None:
+    with DiskStore(db) as store:
+        store.set("ns", "k", 1)
+        store.snapshot()
+    conn = disk.apsw.Connection(str(db))
+    conn.execute("UPDATE snapshots SET token = NULL")  # as a version 1 file left them
+    conn.close()
+    with DiskStore(db) as again:
+        again.set("ns", "k", 2)
+        (old,) = again.snapshots()
+        again.restore(old)
+        assert again.get("ns", "k") == 1
+
+
+# -- a foreign file with a leftover WAL ------------------------------------------------
+
+_CRASHED_FOREIGN_WRITER = """
+import os, sys, apsw
+conn = apsw.Connection(sys.argv[1])
+conn.execute("PRAGMA journal_mode = WAL")
+conn.execute("PRAGMA wal_autocheckpoint = 0")
+conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+conn.execute("INSERT INTO invoices VALUES (1, 9.5)")
+os._exit(0)  # a crash: the last commit lives only in the -wal
+"""
+
+
+def test_a_foreign_file_with_a_leftover_wal_is_refused_byte_for_byte_untouched(
+    db: Path,
+) -> None:
+    subprocess.run([sys.executable, "-c", _CRASHED_FOREIGN_WRITER, str(db)], check=True, timeout=60)
+    wal = Path(f"{db}-wal")
+    assert wal.stat().st_size > 0
+    before = (_digest(db), _digest(wal))
+    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+        DiskStore(db)
+    assert (_digest(db), _digest(wal)) == before
+
+
+def test_a_file_whose_only_schema_is_in_the_leftover_wal_is_refused_untouched(
+    db: Path,
+) -> None:
+    code = _CRASHED_FOREIGN_WRITER.replace('conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n', "")
+    subprocess.run([sys.executable, "-c", code, str(db)], check=True, timeout=60)
+    wal = Path(f"{db}-wal")
+    before = (_digest(db), _digest(wal))
+    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+        DiskStore(db)
+    assert (_digest(db), _digest(wal)) == before
+
+
+# -- paths that are not regular files --------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX only")
+def test_a_fifo_is_refused_at_once(db: Path) -> None:
+    os.mkfifo(db)
+    code = textwrap.dedent(
+        """
+        import sys
+        import swarmstate as ss
+        from swarmstate.backends.disk import DiskStore
+        try:
+            DiskStore(sys.argv[1])
+        except ss.StorageError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "is a FIFO, not a regular file" in done.stdout
+
+
+def test_a_socket_a_device_and_a_fifo_beside_the_file_are_refused(db: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(db))
+        with pytest.raises(ss.StorageError, match="is a socket, not a regular file"):
+            DiskStore(db)
+    os.unlink(db)
+    if os.path.exists(os.devnull) and os.path.dirname(os.devnull):
+        with pytest.raises(ss.StorageError, match="is a device, not a regular file"):
+            DiskStore(os.devnull)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(f"{db}-wal")
+        with pytest.raises(ss.StorageError, match="-wal is a FIFO"):
+            DiskStore(db)
+        assert not db.exists()
+
+
+def test_a_symbolic_link_is_refused(db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "real.db"
+    DiskStore(target).close()
+    db.symlink_to(target)
+    with pytest.raises(ss.StorageError, match="symbolic link"):
+        DiskStore(db)

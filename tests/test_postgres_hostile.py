@@ -1,0 +1,183 @@
+"""PostgresStore against hostile data and copies: long names, restored dumps, stale handles.
+
+Each test here reproduces a defect an adversarial review found (issue 14)
+against the real server, and failed before the fix.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pgserver import find_bindir
+from psycopg import sql
+
+import swarmstate as ss
+from swarmstate._transfer import transfer
+from swarmstate.backends import _pg_migrations, _pg_sql
+from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.postgres import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+
+def _text(seed: int, chars: int) -> str:
+    """Text no compressor shrinks: random CJK characters, 3 bytes each in UTF-8."""
+    rng = random.Random(seed)
+    return "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(chars))
+
+
+def _with_dbname(conninfo: str, dbname: str) -> str:
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    params["dbname"] = dbname
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+
+
+def _client_args(conninfo: str) -> list[str]:
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    return ["-h", str(params["host"]), "-p", str(params["port"]), "-U", str(params["user"])]
+
+
+# -- a dumped and restored schema --------------------------------------------------------
+
+
+def test_a_restored_dump_refuses_the_snapshots_the_original_takes_later(
+    pg_conninfo: str, pg_store_factory: Any, tmp_path: Path
+) -> None:
+    bindir = find_bindir()
+    assert bindir is not None
+    original = pg_store_factory()
+    original.set("ns", "k", "shared")
+    shared = original.snapshot()
+    dump = tmp_path / "schema.dump"
+    args = _client_args(pg_conninfo)
+    subprocess.run(
+        [str(bindir / "pg_dump"), *args, "-d", "postgres", "-n", original.schema,
+         "-Fc", "-f", str(dump)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS restored_copy")
+        conn.execute("CREATE DATABASE restored_copy")
+    try:
+        subprocess.run(
+            [str(bindir / "pg_restore"), *args, "-d", "restored_copy", str(dump)],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        with PostgresStore.from_conn_string(
+            _with_dbname(pg_conninfo, "restored_copy"), schema=original.schema
+        ) as copy:
+            assert copy._uid == original._uid  # the dump carries the uid
+            original.set("ns", "k", "on the original")
+            on_original = original.snapshot()
+            copy.set("ns", "k", "on the copy")
+            on_copy = copy.snapshot()
+            assert (on_copy.id, on_copy._payload) == (on_original.id, on_original._payload)
+            assert on_copy != on_original
+            with pytest.raises(ss.SnapshotError, match="another store"):
+                copy.restore(on_original)
+            with pytest.raises(ss.SnapshotError, match="another store"):
+                on_copy.diff(on_original)
+            with pytest.raises(ss.SnapshotError, match="another store"):
+                on_original.diff(on_copy)
+            assert copy.get("ns", "k") == "on the copy"
+            # History from before the dump is the copy's own history too.
+            copy.restore(shared)
+            assert copy.get("ns", "k") == "shared"
+            assert on_original.get("ns", "k") == "on the original"
+    finally:
+        with psycopg.connect(pg_conninfo, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS restored_copy WITH (FORCE)")
+
+
+# -- long names ----------------------------------------------------------------------------
+
+
+def test_a_2800_character_name_moves_from_disk_to_postgres_and_back(
+    pg_store_factory: Any, tmp_path: Path
+) -> None:
+    thread = _text(4, 2800)
+    entries = [(f"t/{thread}", f"{i:04d}", {"i": i}) for i in range(30)]
+    entries += [("t/short", _text(5, 1500) + str(i), i) for i in range(5)]
+    with DiskStore(tmp_path / "source.db") as disk:
+        disk.set_many(entries)
+        pg = pg_store_factory()
+        assert transfer(disk, pg, batch_size=7) == len(entries)
+    assert pg.keys(f"t/{thread}", reverse=True, limit=2) == ["0029", "0028"]
+    assert pg.namespaces("t/") == sorted({ns for ns, _, _ in entries})
+    with DiskStore(tmp_path / "back.db") as back:
+        assert transfer(pg, back) == len(entries)
+        for ns in back.namespaces():
+            assert back.items(ns) == pg.items(ns)
+
+
+_HOT = ["GET", "GET_MANY", "COUNT", "NAMESPACES"]
+
+
+@pytest.mark.parametrize("name", _HOT)
+def test_hot_statements_use_the_live_index_whatever_the_plan(
+    pg_conninfo: str, pg_store_factory: Any, name: str
+) -> None:
+    store = pg_store_factory()
+    store.set_many([(f"ns{i % 40}", f"k{i:05d}", i) for i in range(4000)])
+    text = sql.SQL(_pg_sql.SINCE_V6[name]).format(schema=sql.Identifier(store.schema))
+    query = text.as_string(None)
+    names: list[str] = []
+    for found in re.findall(r"%\((\w+)\)b", query):
+        if found not in names:
+            names.append(found)
+    for number, param in enumerate(names, 1):
+        query = query.replace(f"%({param})b", f"${number}")
+    arrays = name == "GET_MANY"
+    kind = "bytea[]" if arrays else "bytea"
+    values = {"ns": "ns1", "key": "k00041", "lo": "ns", "hi": "ns\xff"}
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}.entries").format(sql.Identifier(store.schema)))
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE hot({', '.join([kind] * len(names))}) AS {query}")
+        literals = [sql.Literal(values[p].encode()) for p in names]
+        if arrays:
+            literals = [sql.SQL("ARRAY[{}]").format(lit) for lit in literals]  # type: ignore[misc]
+        explain = sql.SQL("EXPLAIN EXECUTE hot({})").format(sql.SQL(", ").join(literals))
+        plan = "\n".join(row[0] for row in conn.execute(explain).fetchall())
+    assert "entries_live" in plan, plan
+    assert "Seq Scan on entries" not in plan, plan
+
+
+# -- a handle opened before another process migrates ----------------------------------------
+
+
+def test_a_handle_on_an_older_schema_follows_a_migration_run_elsewhere(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    schema = "at_version_5"
+    ident = sql.Identifier(schema)
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+        conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
+        for version, step in enumerate(_pg_migrations.MIGRATIONS[:5], 1):
+            for statement in step:
+                conn.execute(sql.SQL(statement).format(schema=ident))
+            conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (version,))
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
+        old.set_many([("ns", "a", 1), ("ns", "b", 2)])
+        before = old.snapshot()
+        assert before._token is None  # version 5 has no tokens
+        migrated = pg_store_factory(schema=schema)  # setup(): version 6
+        # Still correct through the statements it started with...
+        old.set("ns", "c", 3)
+        assert old.items("ns") == [("a", 1), ("b", 2), ("c", 3)]
+        old._recheck_at = 0.0  # ... until it looks again (every 30 s)
+        long = _text(6, 1200)
+        old.set("ns", long, 4)
+        assert old.keys("ns", start="c") == ["c", long]
+        later = old.snapshot()
+        assert later._token is not None
+        assert later.diff(before)["added"] == [("ns", "c"), ("ns", long)]
+        old.restore(before)
+        assert migrated.items("ns") == [("a", 1), ("b", 2)]
