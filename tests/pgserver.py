@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import glob
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,7 +168,7 @@ class PgStoreFactory:
         """A set-up store on a fresh schema (or on ``schema=``, to share one)."""
         from swarmstate.backends.postgres import PostgresStore
 
-        kwargs.setdefault("schema", f"t_{uuid.uuid4().hex[:16]}")
+        kwargs.setdefault("schema", f"t_{secrets.token_hex(8)}")
         if "pool" not in kwargs:
             kwargs.setdefault("conninfo", self.conninfo)
         store = PostgresStore(**kwargs)

@@ -656,3 +656,39 @@ def test_every_connection_plans_statements_independently_of_bound_values(db: Pat
     thread.join()
     assert seen == [1, 1]
     store.close()
+
+
+def _write_until_refused(
+    store: DiskStore, started: threading.Event, ended: list[BaseException]
+) -> None:
+    """Loop on set() until the store refuses; record how it ended."""
+    try:
+        i = 0
+        while True:
+            store.set("ns", f"k{i % 50}", b"x" * 20_000)
+            i += 1
+            if i == 60:  # every key written at least once
+                started.set()
+    except BaseException as exc:  # checked by the main thread
+        ended.append(exc)
+    finally:
+        started.set()
+
+
+@pytest.mark.parametrize("trial", range(20))
+def test_close_while_another_thread_writes_closes_every_connection(db: Path, trial: int) -> None:
+    store = DiskStore(db)
+    store.get("ns", "k0")  # this thread's connection too
+    started, ended = threading.Event(), []
+    writer = threading.Thread(target=_write_until_refused, args=(store, started, ended))
+    writer.start()
+    assert started.wait(timeout=60)
+    store.close()  # raises nothing, even with the writer inside a call
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+    assert len(ended) == 1
+    assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
+    assert [c for c in apsw.connections() if c.filename == str(db)] == []
+    store.close()
+    with DiskStore(db) as again:  # what was acknowledged is there
+        assert again.count("ns") == 50

@@ -554,3 +554,57 @@ def test_transfer_refuses_a_bad_batch_size_or_the_same_store() -> None:
         transfer(store, ss.Store(), batch_size=0)
     with pytest.raises(ss.InvalidArgumentError, match="same store"):
         transfer(store, store)
+
+
+# -- closing while in use ------------------------------------------------------------------
+
+
+def _backends(conn: psycopg.Connection[Any]) -> set[int]:
+    """Server processes serving clients of this database, this connection's excepted."""
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    ).fetchall()
+    return {int(pid) for (pid,) in rows}
+
+
+@pytest.mark.parametrize("trial", range(20))
+def test_close_while_another_thread_writes_leaves_no_connection_open(
+    pg_conninfo: str, pg_store_factory: Any, trial: int
+) -> None:
+    schema = pg_store_factory().schema
+    with psycopg.connect(pg_conninfo, autocommit=True) as monitor:
+        before = _backends(monitor)
+        store = PostgresStore(pg_conninfo, schema=schema)
+        started, ended = threading.Event(), []
+
+        def write_until_refused() -> None:
+            try:
+                i = 0
+                while True:
+                    store.set("ns", f"k{i % 50}", b"x" * 20_000)
+                    i += 1
+                    if i == 5:
+                        started.set()
+            except BaseException as exc:  # checked by the main thread
+                ended.append(exc)
+            finally:
+                started.set()
+
+        writer = threading.Thread(target=write_until_refused)
+        writer.start()
+        assert started.wait(timeout=60)
+        store.close()  # raises nothing, with the writer inside a call
+        writer.join(timeout=60)
+        assert not writer.is_alive()
+        assert len(ended) == 1
+        assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
+        assert store._pool is not None
+        assert store._pool.closed
+        # A server process leaves pg_stat_activity once it has exited: wait for it.
+        for _ in range(200):
+            if _backends(monitor) <= before:
+                break
+            threading.Event().wait(0.05)
+        assert _backends(monitor) <= before
+        store.close()

@@ -1,4 +1,4 @@
-"""DiskStore across processes: fork.
+"""DiskStore across threads and processes: closing busy connections, and fork.
 
 Fork. SQLite keeps its locks per process, in tables that ``fork()`` copies:
 a child forked while a thread of its parent held a write transaction would
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from typing import Protocol
 
-from swarmstate.backends._sqlite import Connection
+from swarmstate.backends._sqlite import Connection, apsw
 
-__all__ = ["ABANDONED", "Entry", "forked_mid_write", "register"]
+__all__ = ["ABANDONED", "Entry", "close_all", "forked_mid_write", "register"]
 
 Entry = tuple[weakref.ref[threading.Thread], Connection]
 """A connection and the thread it was opened for."""
@@ -34,6 +35,32 @@ class _Store(Protocol):
     _pid: int
     _write_lock: threading.Lock
     busy_timeout: float
+
+
+def close_all(conns: list[Entry], deadline: float) -> list[Entry]:
+    """Close each connection, waiting (until ``deadline``) for those busy in another thread.
+
+    Returns the ones still open: busy past the deadline, then interrupted.
+    """
+    pause = 0.0005
+    while True:
+        busy = []
+        for entry in conns:
+            try:
+                entry[1].close()
+            except apsw.ThreadingViolationError:
+                busy.append(entry)  # a call is running on it in another thread
+            except apsw.Error:
+                pass  # closing failed (an I/O error): SQLite has released it all the same
+        if not busy:
+            return []
+        if time.monotonic() >= deadline:
+            for _, conn in busy:
+                conn.interrupt()  # safe from any thread: the call ends with an error
+            return busy
+        conns = busy
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
 
 
 _STORES: weakref.WeakSet[_Store] = weakref.WeakSet()

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import stat
-import uuid
 from typing import Any, Final
 
 from swarmstate._errors import (
@@ -533,7 +533,7 @@ def setup(conn: apsw.Connection, path: str) -> str:
         # PRAGMA arguments cannot be bound; both values are our integer constants.
         conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
         conn.execute(f"PRAGMA application_id = {int(APPLICATION_ID)}")
-        defaults = {"format": FORMAT, "codec": CODEC, "uid": uuid.uuid4().hex}
+        defaults = {"format": FORMAT, "codec": CODEC, "uid": secrets.token_hex(16)}
         for name, value in defaults.items():
             conn.execute("INSERT OR IGNORE INTO meta VALUES (?1, ?2)", (name, value))
         conn.execute(

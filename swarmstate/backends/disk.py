@@ -7,7 +7,7 @@ written since. Several threads and processes may share the file: each
 thread gets its own connection, writes take the write lock up front
 (``BEGIN IMMEDIATE``), and a process that forks opens fresh connections.
 
-Fork: see :mod:`swarmstate.backends._disk_process`.
+Fork and closing from other threads: see :mod:`swarmstate.backends._disk_process`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,7 +57,7 @@ class DiskStore(BaseStore):
             It applies when this handle takes a snapshot.
         busy_timeout: Seconds to wait for another writer's lock before
             raising :class:`~swarmstate.StorageError`; also how long
-            ``fork()`` waits for a write in flight.
+            :meth:`close` and ``fork()`` wait for calls in flight.
 
     Raises:
         StorageError: The directory is missing, the path is not a regular
@@ -148,7 +149,7 @@ class DiskStore(BaseStore):
             try:
                 return attempt()
             except busy:
-                if time.monotonic() + pause > deadline:
+                if time.monotonic() + pause > deadline or self._closed:
                     raise
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
@@ -200,11 +201,15 @@ class DiskStore(BaseStore):
         except apsw.Error as exc:
             raise self._fail(exc, "open a connection") from exc
         with self._conns_lock:
+            if self._closed:  # close() ran since _conn() checked: this one is not its to close
+                conn.close()
+                raise self._closed_error()
             alive = []
             for thread_ref, other in self._conns:
                 thread = thread_ref()
                 if thread is None or not thread.is_alive():
-                    other.close()  # its thread is gone; nothing can be using it
+                    with suppress(apsw.Error):
+                        other.close()  # its thread is gone; nothing can be using it
                 else:
                     alive.append((thread_ref, other))
             alive.append((weakref.ref(threading.current_thread()), conn))
@@ -213,22 +218,45 @@ class DiskStore(BaseStore):
         return conn
 
     def close(self) -> None:
-        """Close every connection this store opened in this process; idempotent."""
-        if self._closed:
-            return
+        """Close every connection this store opened in this process; idempotent.
+
+        Safe while other threads are inside calls: a write in flight is
+        allowed to finish, then every connection is closed (a read in flight
+        is waited for), all within ``busy_timeout``; those calls, and any
+        call made after, raise :class:`~swarmstate.StoreClosedError`.
+
+        Raises:
+            StorageError: A connection was still in use by another thread
+                after ``busy_timeout``; calling ``close()`` again retries it.
+        """
         self._closed = True
-        with self._conns_lock:
-            conns, self._conns = self._conns, []
         if os.getpid() != self._pid:
-            process.ABANDONED.extend(conn for _, conn in conns)
+            with self._conns_lock:
+                process.ABANDONED.extend(conn for _, conn in self._conns)
+                self._conns = []
             return
-        for _, conn in conns:
-            conn.close()
+        deadline = time.monotonic() + self.busy_timeout
+        held = self._write_lock.acquire(timeout=self.busy_timeout)
+        try:
+            with self._conns_lock:
+                self._conns = process.close_all(self._conns, deadline)
+                left = len(self._conns)
+        finally:
+            if held:
+                self._write_lock.release()
+        if left:
+            raise StorageError(
+                f"DiskStore({self._file!r}).close(): {left} connection(s) still in use by "
+                f"other threads after busy_timeout ({self.busy_timeout:g} s); they were "
+                "interrupted: call close() again once those calls have returned"
+            )
 
     def _closed_error(self) -> StoreClosedError:
         return StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
 
     def _fail(self, exc: BaseException, action: str) -> Exception:
+        if self._closed:  # the connection was closed under this call
+            return self._closed_error()
         if isinstance(exc, UnicodeEncodeError):
             return InvalidKeyError(
                 f"namespaces and keys must be valid Unicode to be stored in SQLite, "

@@ -224,14 +224,16 @@ class PostgresStore(BaseStore):
                     pool.putconn(conn)
                 return result
             except psycopg.Error as exc:  # PoolTimeout and PoolClosed are psycopg errors too
-                if isinstance(exc, _RETRYABLE) and attempt < _RETRIES - 1:
+                if isinstance(exc, _RETRYABLE) and attempt < _RETRIES - 1 and not self._closed:
                     time.sleep(random.uniform(0, 0.002 * 2**attempt))
                     continue
+                if self._closed:  # the pool was closed under this call
+                    raise self._closed_error() from exc
                 raise self._translate(exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _translate(self, exc: psycopg.Error) -> Exception:
-        """The swarmstate error for a failed call."""
+        """The swarmstate error for a failed call of an open store."""
         if isinstance(exc, _RETRYABLE):
             return StorageError(
                 f"PostgreSQL kept aborting the transaction ({exc.sqlstate}) after "
@@ -610,12 +612,25 @@ class PostgresStore(BaseStore):
     # -- lifecycle -------------------------------------------------------
 
     def close(self) -> None:
-        """Close the pool if this store created it; later calls raise StoreClosedError."""
-        if self._closed:
-            return
-        self._closed = True
+        """Close the pool if this store created it; idempotent, and safe from any thread.
+
+        Calls already running in other threads finish on the connection they
+        hold, which the closed pool then closes as they hand it back; every
+        call that starts later, on any thread, raises
+        :class:`~swarmstate.StoreClosedError`. A pool passed in is left open.
+
+        Raises:
+            StorageError: Closing the pool failed.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         if self._owns_pool and self._pool is not None and self._pid == os.getpid():
-            self._pool.close()
+            try:
+                self._pool.close()
+            except psycopg.Error as exc:
+                raise StorageError(f"closing the PostgreSQL pool failed: {exc}") from exc
 
     def __repr__(self) -> str:
         where = safe_conninfo(self._conninfo) if self._conninfo else "pool"
