@@ -8,8 +8,8 @@ which backend they are on from behaviour, only from durability and speed.
 
 A backend subclasses :class:`BaseStore` and implements the primitives. They
 receive arguments already checked (str names without lone surrogates, a
-bool ``reverse``, a ``limit`` in range) and traffic in stored bytes; they
-never check or encode anything themselves.
+bool ``reverse``, a ``limit`` in range) and traffic in stored bytes (only
+``_range_items`` decodes, when asked); they never check or encode anything.
 
 Required primitives (abstract):
     _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
@@ -50,6 +50,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, Self, TypedDict
 
 from swarmstate._checks import (
+    MAX_LIMIT,
     Pair,
     Row,
     check_flag,
@@ -132,7 +133,7 @@ def sorted_diff(
     return {"added": sorted(added), "removed": sorted(removed), "changed": sorted(changed)}
 
 
-@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False, init=False)
 class Snapshot:
     """An immutable view of a store at one moment.
 
@@ -160,6 +161,30 @@ class Snapshot:
     # Random per snapshot and kept with it by durable backends: a copy of the
     # file or schema shares the uid but not the tokens of later snapshots.
     _token: int | None = None
+
+    def __init__(
+        self,
+        id: int,
+        parent: int | None,
+        timestamp: float,
+        size_bytes: int,
+        count: int,
+        _store: BaseStore,
+        _payload: Any = None,
+        _token: int | None = None,
+    ) -> None:
+        # One dict update instead of the frozen dataclass's object.__setattr__
+        # per field: it halves what building a snapshot object costs.
+        self.__dict__.update(
+            id=id,
+            parent=parent,
+            timestamp=timestamp,
+            size_bytes=size_bytes,
+            count=count,
+            _store=_store,
+            _payload=_payload,
+            _token=_token,
+        )
 
     @property
     def keys(self) -> list[tuple[str, str]]:
@@ -267,7 +292,15 @@ class BaseStore(abc.ABC):
             reverse: Newest (largest) first.
             limit: At most this many keys (up to ``2**63 - 1``); None for all.
         """
-        check_range(namespace, start, stop, reverse, limit)
+        if not (  # the common shapes decided inline: check_range() costs a call
+            type(namespace) is str
+            and namespace.isascii()
+            and start is None
+            and stop is None
+            and (reverse is True or reverse is False)
+            and (limit is None or (type(limit) is int and 0 <= limit <= MAX_LIMIT))
+        ):
+            check_range(namespace, start, stop, reverse, limit)
         return self._range_keys(namespace, start, stop, reverse, limit)
 
     def items(
@@ -285,16 +318,18 @@ class BaseStore(abc.ABC):
         With ``raw=True`` each value is its stored msgpack bytes, not decoded
         (what ``set_many(..., raw=True)`` takes back).
         """
-        check_range(namespace, start, stop, reverse, limit)
-        if type(raw) is not bool:
+        if not (  # as in keys(): the hot "latest" read makes no check call
+            type(namespace) is str
+            and namespace.isascii()
+            and start is None
+            and stop is None
+            and (reverse is True or reverse is False)
+            and (raw is True or raw is False)
+            and (limit is None or (type(limit) is int and 0 <= limit <= MAX_LIMIT))
+        ):
+            check_range(namespace, start, stop, reverse, limit)
             check_flag(raw, "raw")
-        rows = self._range_items(namespace, start, stop, reverse, limit)
-        if raw:
-            return rows
-        if len(rows) == 1:  # "latest": no comprehension frame
-            key, data = rows[0]
-            return [(key, loads(data))]
-        return [(key, loads(data)) for key, data in rows]
+        return self._range_items(namespace, start, stop, reverse, limit, raw)
 
     def namespaces(self, prefix: str | None = None) -> list[str]:
         """Namespaces holding at least one key, sorted; only those under ``prefix``."""
@@ -459,9 +494,20 @@ class BaseStore(abc.ABC):
 
     @abc.abstractmethod
     def _range_items(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
-    ) -> list[tuple[str, bytes]]:
-        """``(key, stored bytes)`` of the same range as :meth:`_range_keys`."""
+        self,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+        raw: bool,
+    ) -> list[tuple[str, Any]]:
+        """``(key, value)`` of the same range as :meth:`_range_keys`.
+
+        Each value is decoded with :func:`~swarmstate.loads`, or left as its
+        stored bytes when ``raw``. The one primitive that decodes: the in-memory
+        "latest" read then builds its result once.
+        """
 
     @abc.abstractmethod
     def _namespaces(self, prefix: str) -> list[str]:
@@ -501,7 +547,7 @@ class BaseStore(abc.ABC):
         rows = [
             ((target + ns[len(source) :], key), data)
             for ns in self._namespaces(source)
-            for key, data in self._range_items(ns, None, None, False, None)
+            for key, data in self._range_items(ns, None, None, False, None, True)
         ]
         return self._put_many(rows, False, []) if rows else 0
 

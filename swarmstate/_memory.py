@@ -122,8 +122,14 @@ class Store(BaseStore):
             return [] if found is None else found.range(start, stop, reverse, limit)
 
     def _range_items(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
-    ) -> list[tuple[str, bytes]]:
+        self,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+        raw: bool,
+    ) -> list[tuple[str, Any]]:
         with self._lock:
             if self._dirty:
                 self._fold()
@@ -132,10 +138,17 @@ class Store(BaseStore):
                 return []
             keys = found.range(start, stop, reverse, limit)
             flat = self._flat
-            if len(keys) == 1:  # "latest": skip the comprehension's frame
+            if len(keys) == 1:  # "latest": skip the comprehensions' frames
                 key = keys[0]
-                return [(key, flat[(namespace, key)])]
-            return [(key, flat[(namespace, key)]) for key in keys]
+                data = flat[(namespace, key)]
+            else:
+                stored = [flat[(namespace, key)] for key in keys]
+        # Decoded outside the lock.
+        if len(keys) == 1:
+            return [(key, data if raw else loads(data))]
+        if raw:
+            return list(zip(keys, stored, strict=True))
+        return [(key, loads(data)) for key, data in zip(keys, stored, strict=True)]
 
     def _namespaces(self, prefix: str) -> list[str]:
         with self._lock:

@@ -329,9 +329,16 @@ class DiskStore(BaseStore):
         return [row[0] for row in self._range("key", namespace, start, stop, reverse, limit)]
 
     def _range_items(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
-    ) -> list[tuple[str, bytes]]:
-        return self._range("key, value", namespace, start, stop, reverse, limit)
+        self,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+        raw: bool,
+    ) -> list[tuple[str, Any]]:
+        rows = self._range("key, value", namespace, start, stop, reverse, limit)
+        return rows if raw else [(key, loads(value)) for key, value in rows]
 
     def _range(
         self,

@@ -412,10 +412,18 @@ class PostgresStore(BaseStore):
         return [_dec(k) for k, _ in self._range(False, namespace, start, stop, reverse, limit)]
 
     def _range_items(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
-    ) -> list[tuple[str, bytes]]:
+        self,
+        namespace: str,
+        start: str | None,
+        stop: str | None,
+        reverse: bool,
+        limit: int | None,
+        raw: bool,
+    ) -> list[tuple[str, Any]]:
         rows = self._range(True, namespace, start, stop, reverse, limit)
-        return [(_dec(k), bytes(v)) for k, v in rows]
+        if raw:
+            return [(_dec(k), bytes(v)) for k, v in rows]
+        return [(_dec(k), loads(v)) for k, v in rows]
 
     def _namespaces(self, prefix: str) -> list[str]:
         lo = _enc(prefix)
