@@ -51,6 +51,8 @@ from typing import Any, Final, Protocol, Self, TypedDict
 
 from swarmstate._checks import (
     MAX_LIMIT,
+    Bound,
+    Limit,
     Pair,
     Row,
     check_flag,
@@ -488,19 +490,13 @@ class BaseStore(abc.ABC):
 
     @abc.abstractmethod
     def _range_keys(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[str]:
         """Keys of ``namespace`` in ``[start, stop)``, ordered, at most ``limit``."""
 
     @abc.abstractmethod
     def _range_items(
-        self,
-        namespace: str,
-        start: str | None,
-        stop: str | None,
-        reverse: bool,
-        limit: int | None,
-        raw: bool,
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit, raw: bool
     ) -> list[tuple[str, Any]]:
         """``(key, value)`` of the same range as :meth:`_range_keys`.
 

@@ -16,6 +16,8 @@ from swarmstate._errors import InvalidArgumentError, InvalidKeyError
 
 __all__ = [
     "MAX_LIMIT",
+    "Bound",
+    "Limit",
     "Pair",
     "Row",
     "check_flag",
@@ -31,6 +33,10 @@ Pair = tuple[str, str]
 """A ``(namespace, key)``."""
 Row = tuple[Pair, bytes]
 """A checked, encoded batch entry: ``((namespace, key), stored bytes)``."""
+Bound = str | None
+"""A range bound: a name, or None for no bound."""
+Limit = int | None
+"""How many entries a range returns at most: ``0 .. MAX_LIMIT``, or None for all."""
 
 MAX_LIMIT: Final = 2**63 - 1
 """The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""

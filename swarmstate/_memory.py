@@ -45,7 +45,7 @@ from typing import Any
 
 from swarmstate import _trie
 from swarmstate._base import MISSING, BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
-from swarmstate._checks import Pair, Row
+from swarmstate._checks import Bound, Limit, Pair, Row
 from swarmstate._codec import loads
 from swarmstate._sorted import SortedKeys
 
@@ -113,7 +113,7 @@ class Store(BaseStore):
             return [get(pair) for pair in pairs]
 
     def _range_keys(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[str]:
         with self._lock:
             if self._dirty:
@@ -122,13 +122,7 @@ class Store(BaseStore):
             return [] if found is None else found.range(start, stop, reverse, limit)
 
     def _range_items(
-        self,
-        namespace: str,
-        start: str | None,
-        stop: str | None,
-        reverse: bool,
-        limit: int | None,
-        raw: bool,
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit, raw: bool
     ) -> list[tuple[str, Any]]:
         with self._lock:
             if self._dirty:

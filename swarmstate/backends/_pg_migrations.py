@@ -5,15 +5,19 @@ bring a schema from the version before to it, run in one transaction. Never
 edit a released entry: append one. Statements use ``{schema}`` for the schema
 identifier; the layout is described in :mod:`swarmstate.backends._pg_sql`.
 
-Names in the index (version 6). A btree index row holds at most ~2.7 kB, so
-``(ns, key)`` itself cannot be indexed when the two are long. The indexes
-hold, for each name, its first :data:`HEAD_BYTES` bytes (its head) and, for
-a longer name only, its SHA-256 (its tail; empty otherwise). Head
-and tail together identify a name (short names exactly, long ones by their
-digest), so the unique index on them keeps one live row per key; ordering by
-head is ordering by the name itself except between two names longer than the
-head that share it, which a namespace holding such keys sorts exactly
-(``read_range``). Every lookup compares the full names too.
+Names of any length (version 6). A btree index row holds at most ~2.7 kB, so
+a namespace plus key longer than that could not be indexed. From version 6
+the ``ns`` and ``key`` columns hold each name's *index form*: the name
+itself when it has at most :data:`HEAD_BYTES` bytes (nearly always), else its
+first :data:`HEAD_BYTES` bytes followed by its SHA-256; a longer name is kept
+whole in ``ns_long``/``key_long``. The index form identifies a name (a short
+one exactly, a long one by its digest, and the two never have the same
+length), so ``entries_live`` keeps one live row per key, and the statements
+that find short names are those of version 5. It also orders names as the
+names themselves, except two longer than :data:`HEAD_BYTES` that share their
+first bytes: a page holding such a key is read again, sorted by the full
+keys (``read_range_sorted``), and bounds or prefixes that long are compared
+in full (:func:`within`).
 """
 
 from __future__ import annotations
@@ -24,64 +28,66 @@ __all__ = [
     "HEAD_BYTES",
     "MIGRATIONS",
     "SCHEMA_VERSION",
-    "head",
-    "name_range",
-    "same_name",
-    "same_pair",
-    "tail",
+    "full_name",
+    "index_form",
+    "long_form",
+    "read_range_sorted",
+    "within",
 ]
 
 HEAD_BYTES: Final = 1024
-"""Bytes of a name the indexes hold; a longer name adds its SHA-256."""
+"""Bytes of a name its index form keeps before the digest (version 6)."""
+
+# Greater than every index form that starts with a given head: a digest is 32 bytes.
+_PAST_DIGESTS: Final = "'\\x" + "ff" * 33 + "'::bytea"
 
 
-# Written out wherever they are used, never wrapped in SQL functions: a
-# function call costs where an expression does not, and the planner matches
-# an index expression only to the same expression.
-def head(name: str) -> str:
-    """SQL: the first :data:`HEAD_BYTES` bytes of ``name``."""
-    return f"substring({name} FROM 1 FOR {HEAD_BYTES})"
-
-
-def tail(name: str) -> str:
-    """SQL: the SHA-256 of ``name`` when it is longer than its head, else empty."""
-    return f"CASE WHEN octet_length({name}) > {HEAD_BYTES} THEN sha256({name}) ELSE ''::bytea END"
-
-
-# The key columns of entries_live and entries_dead (expressions in parentheses).
-_NAME_COLUMNS: Final = ", ".join(
-    f"({part(name)})" for name in ("ns", "key") for part in (head, tail)
-)
-
-
-def same_name(column: str, value: str) -> str:
-    """SQL: ``column`` holds the name ``value``, found through the indexes (version 6)."""
+def index_form(name: str) -> str:
+    """SQL: the index form of the name ``name`` (see the module docstring)."""
     return (
-        f"{head(column)} = {head(value)} AND {tail(column)} = {tail(value)} AND {column} = {value}"
+        f"CASE WHEN octet_length({name}) > {HEAD_BYTES} "
+        f"THEN substring({name} FROM 1 FOR {HEAD_BYTES}) || sha256({name}) ELSE {name} END"
     )
 
 
-def same_pair(ns: str, key: str, ns_value: str, key_value: str) -> str:
-    """SQL: the row is ``(ns_value, key_value)``, found through the indexes (version 6)."""
+def long_form(name: str) -> str:
+    """SQL: the name ``name`` when its index form is not the name itself, else NULL."""
+    return f"CASE WHEN octet_length({name}) > {HEAD_BYTES} THEN {name} END"
+
+
+def full_name(column: str) -> str:
+    """SQL: the full name held by ``column`` (``ns`` or ``key``, maybe with an alias)."""
+    return f"coalesce({column}_long, {column})"
+
+
+def within(column: str, low: str, high: str) -> str:
+    """SQL: the full name of ``column`` in ``[low, high)``, bounded through its index form.
+
+    Every name in the range has an index form in ``[head(low), head(high) +
+    0xff * 33)``: that range is scanned, and the full names compared.
+    """
     return (
-        f"{same_name(ns, ns_value)} AND {head(key)} = {head(key_value)} "
-        f"AND {tail(key)} = {tail(key_value)} AND {key} = {key_value}"
+        f"{column} >= substring({low} FROM 1 FOR {HEAD_BYTES}) "
+        f"AND {column} < substring({high} FROM 1 FOR {HEAD_BYTES}) || {_PAST_DIGESTS} "
+        f"AND {full_name(column)} >= {low} AND {full_name(column)} < {high}"
     )
 
 
-def name_range(column: str, low: str, high: str) -> str:
-    """SQL: ``low <= column < high``, bounded through the indexes (version 6)."""
-    return (
-        f"{head(column)} >= {head(low)} AND {head(column)} <= {head(high)} "
-        f"AND {column} >= {low} AND {column} < {high}"
-    )
+def read_range_sorted(ns: str, start: str, stop: str, order: str, limit: str, values: str) -> str:
+    """SQL: a key range of a namespace (its index form) compared and sorted by full keys."""
+    return f"""
+    SELECT {full_name("e.key")}, CASE WHEN {values} THEN e.value END
+    FROM {{schema}}.entries e
+    WHERE e.ns = {ns} AND e.deleted_v IS NULL AND {within("e.key", start, stop)}
+    ORDER BY {full_name("e.key")} {order} LIMIT {limit}"""
 
 
 def _rewritten(function: str, *changes: tuple[str, str]) -> str:
     """The latest released statement creating ``function``, with each ``(old, new)`` applied.
 
-    Every ``old`` must occur in it, and a released ``CREATE FUNCTION`` becomes
-    ``CREATE OR REPLACE FUNCTION``.
+    Every ``old`` must occur in it. A released ``CREATE FUNCTION`` becomes
+    ``CREATE OR REPLACE FUNCTION``: the same signature replaces that
+    function, another one adds an overload beside it.
     """
     released = next(
         statement
@@ -95,16 +101,6 @@ def _rewritten(function: str, *changes: tuple[str, str]) -> str:
             raise AssertionError(f"{old!r} is not in the statement it should rewrite")
         released = released.replace(old, new)
     return released
-
-
-def _read_range_query(order: str) -> str:
-    live = f"{same_name('e.ns', 'p_ns')} AND e.deleted_v IS NULL"
-    return f"""
-            RETURN QUERY
-            SELECT e.key, CASE WHEN p_values THEN e.value END
-            FROM {{schema}}.entries e
-            WHERE {live} AND {name_range("e.key", "p_start", "p_stop")}
-            ORDER BY {order} LIMIT p_limit;"""
 
 
 _EARLIER: Final[tuple[tuple[str, ...], ...]] = (
@@ -499,64 +495,135 @@ _EARLIER: Final[tuple[tuple[str, ...], ...]] = (
 )
 
 
+_LONG_ARGS = "p_ns_long bytea[], p_key_long bytea[]"
+_SORTED_IN_FUNCTION = {
+    order: read_range_sorted("p_ns", "p_start", "p_stop", order, "p_limit", "p_values")
+    for order in ("ASC", "DESC")
+}
+
 _V6: Final = (
     # Version 6: names of any length (see the module docstring), and a random
     # token per snapshot, so a dumped and restored copy of a schema (same
     # uid, same snapshot ids) refuses the snapshots the original takes later.
-    "DROP INDEX {schema}.entries_live",
-    f"""CREATE UNIQUE INDEX entries_live ON {{schema}}.entries
-        ({_NAME_COLUMNS}) WHERE deleted_v IS NULL""",
-    "DROP INDEX {schema}.entries_dead",
-    f"""CREATE INDEX entries_dead ON {{schema}}.entries
-        ({_NAME_COLUMNS}, created_v)
-        WHERE deleted_v IS NOT NULL""",
-    # Only the namespaces whose ranges need an exact sort (almost always empty).
-    f"""CREATE INDEX entries_long_keys ON {{schema}}.entries (({head("ns")}), ({tail("ns")}))
-        WHERE deleted_v IS NULL AND octet_length(key) > {HEAD_BYTES}""",
+    "ALTER TABLE {schema}.entries ADD COLUMN ns_long bytea, ADD COLUMN key_long bytea",
+    # Names over HEAD_BYTES that version 5 could hold (up to the index limit).
+    f"""UPDATE {{schema}}.entries SET ns_long = ns, ns = {index_form("ns")}
+        WHERE octet_length(ns) > {HEAD_BYTES}""",
+    f"""UPDATE {{schema}}.entries SET key_long = key, key = {index_form("key")}
+        WHERE octet_length(key) > {HEAD_BYTES}""",
     "ALTER TABLE {schema}.snapshots ADD COLUMN token bigint",
-    # The functions of versions 1, 2 and 5 whose lookups change: the released
-    # text with each lookup or range written through the new indexes.
+    # put_many with the long forms (NULL arrays when no name is long): a new
+    # overload. The one without stays for batches of short names, whose
+    # index forms are the names: it stores them as version 5 did.
     _rewritten(
         "put_many",
-        ("ON CONFLICT (ns, key)", f"ON CONFLICT ({_NAME_COLUMNS})"),
-        ("ns = p_ns[i] AND key = p_key[i]", same_pair("ns", "key", "p_ns[i]", "p_key[i]")),
-    ),
-    _rewritten(
-        "remove_many",
-        ("ns = p_ns[i] AND key = p_key[i]", same_pair("ns", "key", "p_ns[i]", "p_key[i]")),
-    ),
-    *(
-        _rewritten(function, ("ns >= p_lo AND ns < p_hi", name_range("ns", "p_lo", "p_hi")))
-        for function in ("remove_range", "copy_range")
+        (
+            "p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean",
+            f"p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean, {_LONG_ARGS}",
+        ),
+        (
+            """INSERT INTO {schema}.entries (ns, key, created_v, value)
+                SELECT u.ns, u.key, v, u.value
+                FROM unnest(p_ns, p_key, p_value) AS u(ns, key, value)""",
+            """INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
+                SELECT u.ns, u.key, u.ns_long, u.key_long, v, u.value
+                FROM unnest(p_ns, p_key, p_ns_long, p_key_long, p_value)
+                    AS u(ns, key, ns_long, key_long, value)""",
+        ),
+        (
+            """INSERT INTO {schema}.entries (ns, key, created_v, value)
+                    VALUES (p_ns[i], p_key[i], v, p_value[i]);""",
+            """INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
+                    VALUES (p_ns[i], p_key[i], p_ns_long[i], p_key_long[i], v, p_value[i]);""",
+        ),
     ),
     _rewritten(
         "put_ensure",
-        ("ns = e_ns[i] AND key = e_key[i]", same_pair("ns", "key", "e_ns[i]", "e_key[i]")),
+        (
+            "e_ns bytea[], e_key bytea[], e_value bytea[],",
+            "e_ns bytea[], e_key bytea[], e_value bytea[], e_ns_long bytea[], e_key_long bytea[],",
+        ),
+        (
+            "p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean",
+            f"p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean, {_LONG_ARGS}",
+        ),
+        (
+            "m_value bytea[] := '{{}}';",
+            "m_value bytea[] := '{{}}';\n            m_ns_long bytea[] := '{{}}';"
+            "\n            m_key_long bytea[] := '{{}}';",
+        ),
+        (
+            "m_value := m_value || e_value[i];",
+            "m_value := m_value || e_value[i];\n                    m_ns_long := m_ns_long || "
+            "e_ns_long[i];\n                    m_key_long := m_key_long || e_key_long[i];",
+        ),
+        (
+            "put_many(m_ns, m_key, m_value, true)",
+            "put_many(m_ns, m_key, m_value, true, m_ns_long, m_key_long)",
+        ),
+        (
+            "put_many(p_ns, p_key, p_value, p_if_absent)",
+            "put_many(p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long)",
+        ),
     ),
-    # In index order; a namespace that holds a key longer than the head may
-    # hold two that share it, and sorts its range by the keys themselves.
-    f"""
-    CREATE OR REPLACE FUNCTION {{schema}}.read_range(
-        p_ns bytea, p_start bytea, p_stop bytea, p_limit bigint,
-        p_desc boolean, p_values boolean
-    ) RETURNS TABLE (r_key bytea, r_value bytea)
-    LANGUAGE plpgsql STABLE
-    SET plan_cache_mode = force_generic_plan
-    AS $fn$
-    BEGIN
-        IF EXISTS (
-            SELECT 1 FROM {{schema}}.entries e
-            WHERE {same_name("e.ns", "p_ns")} AND e.deleted_v IS NULL
-              AND octet_length(e.key) > {HEAD_BYTES}
-        ) THEN
-            IF p_desc THEN{_read_range_query("e.key DESC")}
-            ELSE{_read_range_query("e.key ASC")}
-            END IF;
-        ELSIF p_desc THEN{_read_range_query(head("e.key") + " DESC")}
-        ELSE{_read_range_query(head("e.key") + " ASC")}
-        END IF;
-    END
-    $fn$""",
+    # Prefixes arrive as full names: a long one is compared in full.
+    _rewritten("remove_range", ("ns >= p_lo AND ns < p_hi", within("ns", "p_lo", "p_hi"))),
+    _rewritten(
+        "copy_range",
+        (
+            """SELECT array_agg(p_target || substring(ns FROM p_cut)), array_agg(key),
+                   array_agg(value)
+            INTO a_ns, a_key, a_value
+            FROM {schema}.entries
+            WHERE ns >= p_lo AND ns < p_hi AND deleted_v IS NULL;""",
+            f"""SELECT array_agg({index_form("t")}), array_agg(key), array_agg(value),
+                   array_agg({long_form("t")}), array_agg(key_long)
+            INTO a_ns, a_key, a_value, a_ns_long, a_key_long
+            FROM (
+                SELECT p_target || substring({full_name("ns")} FROM p_cut) AS t,
+                       key, key_long, value
+                FROM {{schema}}.entries
+                WHERE {within("ns", "p_lo", "p_hi")} AND deleted_v IS NULL
+            ) AS copied;""",
+        ),
+        (
+            "a_value bytea[];",
+            "a_value bytea[];\n            a_ns_long bytea[];\n            a_key_long bytea[];",
+        ),
+        (
+            "put_many(a_ns, a_key, a_value, false)",
+            "put_many(a_ns, a_key, a_value, false, a_ns_long, a_key_long)",
+        ),
+    ),
+    _rewritten(
+        "restore_to",
+        (
+            """INSERT INTO {schema}.entries (ns, key, created_v, value)
+            SELECT ns, key, v, value FROM {schema}.entries""",
+            """INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
+            SELECT ns, key, ns_long, key_long, v, value FROM {schema}.entries""",
+        ),
+    ),
+    # Keys come back whole. A bound longer than HEAD_BYTES is compared in full.
+    _rewritten(
+        "read_range",
+        (
+            """        BEGIN
+            IF p_desc THEN""",
+            f"""        BEGIN
+            IF octet_length(p_start) > {HEAD_BYTES} OR octet_length(p_stop) > {HEAD_BYTES} THEN
+                IF p_desc THEN
+                    RETURN QUERY{_SORTED_IN_FUNCTION["DESC"]};
+                ELSE
+                    RETURN QUERY{_SORTED_IN_FUNCTION["ASC"]};
+                END IF;
+            ELSIF p_desc THEN""",
+        ),
+        (
+            "SELECT e.key, CASE WHEN p_values THEN e.value END",
+            f"SELECT {full_name('e.key')}, CASE WHEN p_values THEN e.value END",
+        ),
+    ),
 )
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (*_EARLIER, _V6)

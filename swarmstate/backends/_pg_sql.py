@@ -2,11 +2,14 @@
 
 Layout (all tables live in one schema, named by the ``schema=`` option):
 
-``entries(ns, key, created_v, deleted_v, value)``
+``entries(ns, key, created_v, deleted_v, value, ns_long, key_long)``
     One row per value version. ``ns``/``key`` are the UTF-8 bytes of the
     names (``bytea``: byte order is code point order, and unlike ``text`` it
-    holds U+0000). A row is live while ``deleted_v`` is NULL; it is visible to
-    the snapshot taken at version ``s`` when ``created_v <= s < deleted_v``.
+    holds U+0000); from version 6 a name over 1,024 bytes is stored there in
+    its index form and whole in ``ns_long``/``key_long`` (see
+    ``_pg_migrations``). A row is live while ``deleted_v`` is NULL; it is
+    visible to the snapshot taken at version ``s`` when
+    ``created_v <= s < deleted_v``.
 ``meta`` (one row)
     The store's uid, the version writes are stamped with, the snapshot id
     counter, the head snapshot and running totals (count, bytes) so a
@@ -25,15 +28,17 @@ snapshot records ``V`` and moves the store to ``V + 1``.
 Statements use ``{schema}`` for the schema identifier (quoted by
 ``psycopg.sql.Identifier``) and psycopg placeholders for every value. The
 module-level statements suit every schema version; :data:`SINCE_V6` replaces
-those that differ from version 6 on (names found through the indexes on
-their heads and tails, snapshot tokens).
+or adds those that differ from version 6 on (full names of keys longer than
+the index holds, snapshot tokens). From version 6, names are passed to every
+lookup in their index form and to every range or prefix as they are (see
+:mod:`swarmstate.backends._pg_migrations`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from swarmstate.backends._pg_migrations import head, name_range, same_name, same_pair, tail
+from swarmstate.backends._pg_migrations import full_name, read_range_sorted, within
 
 SCHEMA_VERSION_TABLE: Final = """
 CREATE TABLE IF NOT EXISTS {schema}.migrations (
@@ -51,16 +56,21 @@ RECORD_VERSION: Final = "INSERT INTO {schema}.migrations (v) VALUES (%s)"
 OPEN: Final = """
 SELECT m.uid, (SELECT max(v) FROM {schema}.migrations) FROM {schema}.meta m"""
 
-# A point read, planned once per connection (its generic plan, the unique
-# index lookup, costs what a custom one does).
+# Positional (ns, key): a point read, planned once per connection (its
+# generic plan, the unique index lookup, costs what a custom one does).
 GET: Final = """
 SELECT value FROM {schema}.entries
-WHERE ns = %(ns)b AND key = %(key)b AND deleted_v IS NULL"""
+WHERE ns = %b AND key = %b AND deleted_v IS NULL"""
 
+# One index probe per pair whatever the statistics say: a join of the pairs
+# with the table was planned as a hash join over every live row.
 GET_MANY: Final = """
 SELECT i.ord, e.value
 FROM unnest(%(ns)b::bytea[], %(key)b::bytea[]) WITH ORDINALITY AS i(ns, key, ord)
-JOIN {schema}.entries e ON e.ns = i.ns AND e.key = i.key AND e.deleted_v IS NULL"""
+CROSS JOIN LATERAL (
+    SELECT value FROM {schema}.entries
+    WHERE ns = i.ns AND key = i.key AND deleted_v IS NULL LIMIT 1
+) e"""
 
 # Positional (ns, start, stop, limit, descending, with values): see read_range.
 READ_RANGE: Final = """
@@ -241,38 +251,32 @@ _LIVE_V6: Final = """EXISTS (
 )"""
 
 SINCE_V6: Final[dict[str, str]] = {
-    "GET": f"""
-SELECT value FROM {{schema}}.entries
-WHERE {same_pair("ns", "key", "%(ns)b", "%(key)b")} AND deleted_v IS NULL""",
-    # One index probe per pair whatever the statistics say: a join of the
-    # pairs with the table may be planned as a hash join over every live row.
-    "GET_MANY": f"""
-SELECT i.ord, e.value
-FROM unnest(%(ns)b::bytea[], %(key)b::bytea[]) WITH ORDINALITY AS i(ns, key, ord)
-CROSS JOIN LATERAL (
-    SELECT value FROM {{schema}}.entries
-    WHERE {same_pair("ns", "key", "i.ns", "i.key")} AND deleted_v IS NULL
-    LIMIT 1
-) e""",
-    # The walk visits names in index order, (head, tail): sorted at the end.
+    # The walk visits index forms in order; the full names come back sorted.
     "NAMESPACES": f"""
-WITH RECURSIVE walk(h, t, ns) AS (
-    (SELECT {head("ns")}, {tail("ns")}, ns FROM {{schema}}.entries
-     WHERE deleted_v IS NULL AND {name_range("ns", "%(lo)b", "%(hi)b")}
-     ORDER BY {head("ns")}, {tail("ns")} LIMIT 1)
+WITH RECURSIVE walk(ns, ns_long) AS (
+    (SELECT ns, ns_long FROM {{schema}}.entries
+     WHERE deleted_v IS NULL AND {within("ns", "%(lo)b", "%(hi)b")}
+     ORDER BY ns LIMIT 1)
     UNION ALL
-    SELECT n.h, n.t, n.ns FROM walk w CROSS JOIN LATERAL (
-        SELECT {head("e.ns")} AS h, {tail("e.ns")} AS t, e.ns
-        FROM {{schema}}.entries e
-        WHERE e.deleted_v IS NULL AND ({head("e.ns")}, {tail("e.ns")}) > (w.h, w.t)
-          AND {name_range("e.ns", "%(lo)b", "%(hi)b")}
-        ORDER BY {head("e.ns")}, {tail("e.ns")} LIMIT 1
+    SELECT n.ns, n.ns_long FROM walk w CROSS JOIN LATERAL (
+        SELECT e.ns, e.ns_long FROM {{schema}}.entries e
+        WHERE e.deleted_v IS NULL AND e.ns > w.ns AND {within("e.ns", "%(lo)b", "%(hi)b")}
+        ORDER BY e.ns LIMIT 1
     ) n
 )
-SELECT ns FROM walk ORDER BY ns""",
-    "COUNT": f"""
-SELECT count(*) FROM {{schema}}.entries
-WHERE {same_name("ns", "%(ns)b")} AND deleted_v IS NULL""",
+SELECT {full_name("ns")} AS name FROM walk ORDER BY name""",
+    **{
+        f"READ_RANGE_SORTED_{order}": read_range_sorted(
+            "%(ns)b", "%(start)b", "%(stop)b", order, "%(limit)s::bigint", "%(values)s"
+        )
+        for order in ("ASC", "DESC")
+    },
+    # Batches holding a long name: put_many and put_ensure with the long forms.
+    "PUT_ONE_LONG": """
+SELECT {schema}.put_many(ARRAY[%b::bytea], ARRAY[%b::bytea], ARRAY[%b::bytea], false,
+                         ARRAY[%b::bytea], ARRAY[%b::bytea])""",
+    "PUT_MANY_LONG": "SELECT {schema}.put_many(%b, %b, %b, %s, %b, %b)",
+    "PUT_ENSURE_LONG": "SELECT {schema}.put_ensure(%b, %b, %b, %b, %b, %b, %b, %b, %s, %b, %b)",
     "SNAPSHOT": SNAPSHOT.replace(
         "entry_count, size_bytes)\n    SELECT", "entry_count, size_bytes, token)\n    SELECT"
     ).replace("total_count, total_bytes\n", "total_count, total_bytes, %(token)s::bigint\n"),
@@ -280,19 +284,32 @@ WHERE {same_name("ns", "%(ns)b")} AND deleted_v IS NULL""",
     "IS_LIVE": """
 SELECT count(*), count(*) FILTER (WHERE token IS NOT DISTINCT FROM %(t)s::bigint)
 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint""",
-    "SNAPSHOT_GET": f"""
-SELECT value FROM {{schema}}.entries
-WHERE {same_pair("ns", "key", "%(ns)b", "%(key)b")} AND created_v <= %(v)s::bigint
-  AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint) AND {_LIVE_V6}""",
-    "SNAPSHOT_KEYS": SNAPSHOT_KEYS.replace(_LIVE, _LIVE_V6),
+    "SNAPSHOT_GET": SNAPSHOT_GET.replace(_LIVE, _LIVE_V6),
+    "SNAPSHOT_KEYS": f"""
+SELECT {full_name("ns")}, {full_name("key")} FROM {{schema}}.entries
+WHERE created_v <= %(v)s::bigint AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint)
+  AND {_LIVE_V6} ORDER BY 1, 2""",
     "SNAPSHOT_DIFF": SNAPSHOT_DIFF.replace(
         "(id = %(id1)s::bigint AND version = %(v1)s::bigint)",
         "(id = %(id1)s::bigint AND version = %(v1)s::bigint"
         " AND token IS NOT DISTINCT FROM %(t1)s::bigint)",
-    ).replace(
+    )
+    .replace(
         "(id = %(id2)s::bigint AND version = %(v2)s::bigint)",
         "(id = %(id2)s::bigint AND version = %(v2)s::bigint"
         " AND token IS NOT DISTINCT FROM %(t2)s::bigint)",
+    )
+    .replace(
+        "SELECT ns, key, created_v, deleted_v, value FROM",
+        "SELECT ns, key, ns_long, key_long, created_v, deleted_v, value FROM",
+    )
+    .replace(
+        "SELECT ns, key, value FROM cand", "SELECT ns, key, ns_long, key_long, value FROM cand"
+    )
+    .replace(
+        "SELECT coalesce(a.ns, b.ns), coalesce(a.key, b.key),",
+        "SELECT coalesce(a.ns_long, b.ns_long, a.ns, b.ns),"
+        " coalesce(a.key_long, b.key_long, a.key, b.key),",
     ),
     # restore_to runs only for a snapshot this schema took (its token matches).
     "RESTORE": """

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
-from swarmstate._checks import Pair, Row
+from swarmstate._checks import Bound, Limit, Pair, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
@@ -324,18 +324,12 @@ class DiskStore(BaseStore):
         return self._read_in("read", body)
 
     def _range_keys(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[str]:
         return [row[0] for row in self._range("key", namespace, start, stop, reverse, limit)]
 
     def _range_items(
-        self,
-        namespace: str,
-        start: str | None,
-        stop: str | None,
-        reverse: bool,
-        limit: int | None,
-        raw: bool,
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit, raw: bool
     ) -> list[tuple[str, Any]]:
         rows = self._range("key, value", namespace, start, stop, reverse, limit)
         return rows if raw else [(key, loads(value)) for key, value in rows]
@@ -474,15 +468,7 @@ class DiskStore(BaseStore):
     def snapshots(self) -> list[Snapshot]:
         rows = self._query(sql.SNAPSHOT_LIST)
         return [
-            Snapshot(
-                id=sid,
-                parent=parent,
-                timestamp=timestamp,
-                size_bytes=size_bytes,
-                count=count,
-                _store=self,
-                _token=token,
-            )
+            Snapshot(sid, parent, timestamp, size_bytes, count, self, _token=token)
             for sid, _, parent, timestamp, size_bytes, count, token in rows
         ]
 

@@ -29,12 +29,12 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore, Diff, Snapshot, sorted_diff
-from swarmstate._checks import Pair, Row
+from swarmstate._checks import Bound, Limit, Pair, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     IncompatibleStoreError,
@@ -56,6 +56,15 @@ from swarmstate.backends._pg_conn import (
     sql,
     tuple_row,
 )
+from swarmstate.backends._pg_names import (
+    Arrays,
+    dec,
+    enc,
+    has_long_names,
+    index_form,
+    put_many_params,
+    with_long_forms,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -75,34 +84,10 @@ _TOKENS_SINCE = 6  # the migration that adds snapshot tokens and names of any le
 _RECHECK_SECONDS = 30.0
 
 
-def _put_many_params(
-    rows: Sequence[Row], if_absent: bool
-) -> tuple[list[bytes], list[bytes], list[bytes], bool] | None:
-    """Arguments of ``put_many`` for a checked batch, keys made distinct; None if empty."""
-    encoded: dict[tuple[bytes, bytes], bytes] = {}
-    for (ns, key), data in rows:
-        pair = (_enc(ns), _enc(key))
-        if if_absent:
-            encoded.setdefault(pair, data)  # the first of duplicates is the one inserted
-        else:
-            encoded[pair] = data  # later items win
-    if not encoded:
-        return None
-    return [ns for ns, _ in encoded], [key for _, key in encoded], list(encoded.values()), if_absent
-
-
 def _one(row: tuple[Any, ...] | None) -> Any:
     if row is None:  # a SELECT of one function call always returns one row
         raise StorageError("PostgreSQL returned no row for put_many")
     return row[0]
-
-
-def _enc(name: str) -> bytes:
-    return name.encode("utf-8", "surrogatepass")
-
-
-def _dec(data: bytes) -> str:
-    return bytes(data).decode("utf-8", "surrogatepass")
 
 
 class PostgresStore(BaseStore):
@@ -371,14 +356,24 @@ class PostgresStore(BaseStore):
 
     # -- reads -----------------------------------------------------------
 
+    def _found_as(self, name: str) -> bytes:
+        """``name`` as lookups compare it: its index form (the name itself unless long)."""
+        data = enc(name)
+        if len(data) <= m.HEAD_BYTES:
+            return data
+        self._ready()
+        # Before version 6 a long name is looked up as it is (and never found).
+        return index_form(data) if self._version >= _TOKENS_SINCE else data
+
     def _read(self, pair: Pair) -> bytes | None:
-        rows = self._fetch("GET", {"ns": _enc(pair[0]), "key": _enc(pair[1])})
+        rows = self._fetch("GET", (self._found_as(pair[0]), self._found_as(pair[1])))
         return rows[0][0] if rows else None
 
     def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
+        found_as = self._found_as
         rows = self._fetch(
             "GET_MANY",
-            {"ns": [_enc(ns) for ns, _ in pairs], "key": [_enc(k) for _, k in pairs]},
+            {"ns": [found_as(ns) for ns, _ in pairs], "key": [found_as(k) for _, k in pairs]},
         )
         out: list[bytes | None] = [None] * len(pairs)
         for ordinal, data in rows:
@@ -396,42 +391,42 @@ class PostgresStore(BaseStore):
     ) -> list[tuple[Any, ...]]:
         if limit == 0:
             return []
-        params = (
-            _enc(namespace),
-            b"" if start is None else _enc(start),
-            _TOP if stop is None else _enc(stop),
-            limit,
-            reverse,
-            values,
-        )
-        return self._fetch("READ_RANGE", params)
+        ns = self._found_as(namespace)
+        lo = b"" if start is None else enc(start)
+        hi = _TOP if stop is None else enc(stop)
+        rows = self._fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
+        if (
+            rows
+            and max(len(k) for k, _ in rows) > m.HEAD_BYTES
+            and max(len(lo), len(hi)) <= m.HEAD_BYTES  # else read_range sorted already
+            and self._version >= _TOKENS_SINCE
+        ):
+            # Index order is key order except between two keys longer than
+            # the head that share it: only a page holding such a key is read again.
+            named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
+            rows = self._fetch("READ_RANGE_SORTED_" + ("DESC" if reverse else "ASC"), named)
+        return rows
 
     def _range_keys(
-        self, namespace: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[str]:
-        return [_dec(k) for k, _ in self._range(False, namespace, start, stop, reverse, limit)]
+        return [dec(k) for k, _ in self._range(False, namespace, start, stop, reverse, limit)]
 
     def _range_items(
-        self,
-        namespace: str,
-        start: str | None,
-        stop: str | None,
-        reverse: bool,
-        limit: int | None,
-        raw: bool,
+        self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit, raw: bool
     ) -> list[tuple[str, Any]]:
         rows = self._range(True, namespace, start, stop, reverse, limit)
         if raw:
-            return [(_dec(k), bytes(v)) for k, v in rows]
-        return [(_dec(k), loads(v)) for k, v in rows]
+            return [(dec(k), bytes(v)) for k, v in rows]
+        return [(dec(k), loads(v)) for k, v in rows]
 
     def _namespaces(self, prefix: str) -> list[str]:
-        lo = _enc(prefix)
+        lo = enc(prefix)
         rows = self._fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
-        return [_dec(ns) for (ns,) in rows]
+        return [dec(ns) for (ns,) in rows]
 
     def _count(self, namespace: str) -> int:
-        return int(self._scalar("COUNT", {"ns": _enc(namespace)}))
+        return int(self._scalar("COUNT", {"ns": self._found_as(namespace)}))
 
     def __len__(self) -> int:
         return int(self._scalar("LENGTH", ()))
@@ -439,11 +434,20 @@ class PostgresStore(BaseStore):
     # -- writes ----------------------------------------------------------
 
     def _put(self, pair: Pair, data: bytes) -> None:
-        self._fetch("PUT_ONE", (_enc(pair[0]), _enc(pair[1]), data))
+        ns, key = enc(pair[0]), enc(pair[1])
+        if len(ns) > m.HEAD_BYTES or len(key) > m.HEAD_BYTES:
+            self._put_many([(pair, data)], False, [])
+            return
+        self._fetch("PUT_ONE", (ns, key, data))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        defaults = _put_many_params(ensure, True) if ensure else None
-        params = _put_many_params(rows, if_absent)
+        defaults = put_many_params(ensure, True) if ensure else None
+        params = put_many_params(rows, if_absent)
+        if has_long_names(defaults, params):
+            self._ready()
+            if self._version >= _TOKENS_SINCE:
+                return self._put_long(defaults, params, if_absent, len(rows))
+            # Before version 6 the server refuses a name its index cannot hold.
         if defaults is None:
             assert params is not None  # rows and ensure are never both empty
             written = int(self._scalar("PUT_MANY", params))
@@ -470,10 +474,33 @@ class PostgresStore(BaseStore):
         # Every distinct item is written; count duplicates as the other stores do.
         return written - count + len(rows)
 
+    def _put_long(
+        self,
+        defaults: Arrays | None,
+        params: Arrays | None,
+        if_absent: bool,
+        items: int,
+    ) -> int:
+        """A batch holding a name longer than the index holds (schema version 6)."""
+        p_args = with_long_forms(params)
+        if defaults is None:
+            ns, key, value, long_ns, long_key = p_args
+            written = int(
+                self._scalar("PUT_MANY_LONG", (ns, key, value, if_absent, long_ns, long_key))
+            )
+            return written if if_absent else items
+        e_args = with_long_forms(defaults)
+        written = int(
+            self._scalar("PUT_ENSURE_LONG", (*e_args, *p_args[:3], if_absent, *p_args[3:]))
+        )
+        if if_absent:
+            return written
+        return written - len(p_args[0]) + items
+
     def _put_ensure_before_v5(
         self,
-        defaults: tuple[list[bytes], list[bytes], list[bytes], bool],
-        params: tuple[list[bytes], list[bytes], list[bytes], bool] | None,
+        defaults: Arrays,
+        params: Arrays | None,
         if_absent: bool,
         items: int,
     ) -> int:
@@ -499,17 +526,18 @@ class PostgresStore(BaseStore):
         return self._run(work)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
-        unique = dict.fromkeys((_enc(ns), _enc(k)) for ns, k in pairs)
+        found_as = self._found_as
+        unique = dict.fromkeys((found_as(ns), found_as(k)) for ns, k in pairs)
         params = {"ns": [ns for ns, _ in unique], "key": [k for _, k in unique]}
         return int(self._scalar("REMOVE_MANY", params))
 
     def _delete_prefix(self, prefix: str) -> int:
-        lo = _enc(prefix)
+        lo = enc(prefix)
         return int(self._scalar("REMOVE_RANGE", {"lo": lo, "hi": lo + _TOP}))
 
     def _copy_prefix(self, source: str, target: str) -> int:
-        lo = _enc(source)
-        params = {"lo": lo, "hi": lo + _TOP, "target": _enc(target), "cut": len(lo) + 1}
+        lo = enc(source)
+        params = {"lo": lo, "hi": lo + _TOP, "target": enc(target), "cut": len(lo) + 1}
         return int(self._scalar("COPY_RANGE", params))
 
     def clear(self) -> None:
@@ -574,7 +602,11 @@ class PostgresStore(BaseStore):
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_own(snapshot)
-        params = {"ns": _enc(namespace), "key": _enc(key), **self._params(snapshot)}
+        params = {
+            "ns": self._found_as(namespace),
+            "key": self._found_as(key),
+            **self._params(snapshot),
+        }
         rows = self._fetch("SNAPSHOT_GET", params)
         if rows:
             return loads(rows[0][0])
@@ -588,7 +620,7 @@ class PostgresStore(BaseStore):
         rows = self._fetch("SNAPSHOT_KEYS", self._params(snapshot))
         if not rows:
             self._check_live(snapshot)
-        return [(_dec(ns), _dec(key)) for ns, key in rows]
+        return [(dec(ns), dec(key)) for ns, key in rows]
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         if base.id == later.id:
@@ -608,7 +640,7 @@ class PostgresStore(BaseStore):
         changed: list[tuple[str, str]] = []
         forward = v_base < v_later
         for ns, key, at_lo, at_hi in rows:
-            pair = (_dec(ns), _dec(key))
+            pair = (dec(ns), dec(key))
             if at_lo and at_hi:
                 changed.append(pair)
             elif at_hi:
