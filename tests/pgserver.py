@@ -2,6 +2,8 @@
 
 Registered from ``tests/conftest.py`` with ``pytest_plugins = ["pgserver"]``.
 
+Also :func:`create_schema_at_version`, for tests of migrations.
+
 Fixtures:
     pg_conninfo: (session) a libpq conninfo string for a fresh cluster that
         listens only on a Unix socket inside its own temporary directory.
@@ -124,6 +126,23 @@ class Cluster:
                           "-w", "stop")  # fmt: skip
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def create_schema_at_version(conninfo: str, schema: str, version: int) -> None:
+    """Create ``schema`` as swarmstate's setup() left it at ``version`` (an older release)."""
+    import psycopg
+    from psycopg import sql
+
+    from swarmstate.backends import _pg_migrations, _pg_sql
+
+    ident = sql.Identifier(schema)
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+        conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
+        for number, step in enumerate(_pg_migrations.MIGRATIONS[:version], 1):
+            for statement in step:
+                conn.execute(sql.SQL(statement).format(schema=ident))
+            conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (number,))
 
 
 def _current_user() -> str:

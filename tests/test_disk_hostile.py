@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from copies import check_a_copy_refuses_the_originals_later_snapshots
 
 import swarmstate as ss
 from swarmstate.backends import disk
@@ -141,26 +142,8 @@ def test_a_copy_of_the_file_refuses_the_snapshots_the_original_takes_later(
         a.set("ns", "k", "shared")
         shared = a.snapshot()
     shutil.copyfile(original, copy)
-    a, b = DiskStore(original), DiskStore(copy)
-    a.set("ns", "k", "on a")
-    on_a = a.snapshot()
-    b.set("ns", "k", "on b")
-    on_b = b.snapshot()
-    assert on_a.id == on_b.id
-    assert on_a != on_b
-    with pytest.raises(ss.SnapshotError, match="another store"):
-        b.restore(on_a)
-    with pytest.raises(ss.SnapshotError, match="another store"):
-        on_b.diff(on_a)
-    with pytest.raises(ss.SnapshotError, match="another store"):
-        on_a.diff(on_b)
-    assert b.get("ns", "k") == "on b"
-    # History from before the copy is the copy's own history too.
-    b.restore(shared)
-    assert b.get("ns", "k") == "shared"
-    assert on_a.get("ns", "k") == "on a"
-    a.close()
-    b.close()
+    with DiskStore(original) as a, DiskStore(copy) as b:
+        check_a_copy_refuses_the_originals_later_snapshots(a, b, shared)
 
 
 def test_snapshots_taken_before_the_token_column_still_restore(db: Path) -> None:

@@ -19,13 +19,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from pgserver import create_schema_at_version
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 import swarmstate as ss
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_migrations, _pg_sql
+from swarmstate.backends import _pg_migrations
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 
@@ -233,13 +234,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
     pg_conninfo: str, pg_store_factory: Any
 ) -> None:
     schema = "at_version_1"
-    ident = sql.Identifier(schema)
-    with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
-        conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
-        for statement in _pg_migrations.MIGRATIONS[0]:
-            conn.execute(sql.SQL(statement).format(schema=ident))
-        conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (1,))
+    create_schema_at_version(pg_conninfo, schema, 1)
     # Without setup() the store writes through version 1's functions.
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as v1:
         v1.set_many([("ns", "a", 1), ("ns", "b", "two")])

@@ -14,12 +14,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from pgserver import find_bindir
+from copies import check_a_copy_refuses_the_originals_later_snapshots
+from pgserver import create_schema_at_version, find_bindir
 from psycopg import sql
 
-import swarmstate as ss
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_migrations, _pg_sql
+from swarmstate.backends import _pg_sql
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 
@@ -73,23 +73,7 @@ def test_a_restored_dump_refuses_the_snapshots_the_original_takes_later(
             _with_dbname(pg_conninfo, "restored_copy"), schema=original.schema
         ) as copy:
             assert copy._uid == original._uid  # the dump carries the uid
-            original.set("ns", "k", "on the original")
-            on_original = original.snapshot()
-            copy.set("ns", "k", "on the copy")
-            on_copy = copy.snapshot()
-            assert (on_copy.id, on_copy._payload) == (on_original.id, on_original._payload)
-            assert on_copy != on_original
-            with pytest.raises(ss.SnapshotError, match="another store"):
-                copy.restore(on_original)
-            with pytest.raises(ss.SnapshotError, match="another store"):
-                on_copy.diff(on_original)
-            with pytest.raises(ss.SnapshotError, match="another store"):
-                on_original.diff(on_copy)
-            assert copy.get("ns", "k") == "on the copy"
-            # History from before the dump is the copy's own history too.
-            copy.restore(shared)
-            assert copy.get("ns", "k") == "shared"
-            assert on_original.get("ns", "k") == "on the original"
+            check_a_copy_refuses_the_originals_later_snapshots(original, copy, shared)
     finally:
         with psycopg.connect(pg_conninfo, autocommit=True) as conn:
             conn.execute("DROP DATABASE IF EXISTS restored_copy WITH (FORCE)")
@@ -160,14 +144,7 @@ def test_a_handle_on_an_older_schema_follows_a_migration_run_elsewhere(
     pg_conninfo: str, pg_store_factory: Any
 ) -> None:
     schema = "at_version_5"
-    ident = sql.Identifier(schema)
-    with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
-        conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
-        for version, step in enumerate(_pg_migrations.MIGRATIONS[:5], 1):
-            for statement in step:
-                conn.execute(sql.SQL(statement).format(schema=ident))
-            conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (version,))
+    create_schema_at_version(pg_conninfo, schema, 5)
     # Version 5 holds names up to the index limit: 1,500 bytes fit beside a short one.
     medium = _text(7, 500)
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
