@@ -14,7 +14,8 @@ about swarmstate::
     ├── StoreClosedError (RuntimeError)      the store was closed
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── StorageError (OSError)               the backing file or server failed
-        └── IncompatibleStoreError           foreign, torn or newer-schema storage
+        ├── IncompatibleStoreError           foreign, torn or newer-schema storage
+        └── ReadOnlyStoreError (PermissionError) a write through a read-only store
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class StorageError(SwarmStateError, OSError):
 
 class IncompatibleStoreError(StorageError):
     """The storage was written by something else, is damaged, or has a newer schema."""
+
+
+class ReadOnlyStoreError(StorageError, PermissionError):
+    """A write was attempted through a store opened read-only."""
 
 
 def check_key(namespace: object, key: object) -> None:

@@ -15,6 +15,7 @@ EXPECTED = {
     "InvalidArgumentError",
     "InvalidKeyError",
     "MissingDependencyError",
+    "ReadOnlyStoreError",
     "Snapshot",
     "SnapshotError",
     "StorageError",

@@ -32,12 +32,14 @@ from swarmstate._codec import dumps, encode, loads
 from swarmstate._errors import (
     InvalidArgumentError,
     InvalidKeyError,
+    ReadOnlyStoreError,
     SnapshotError,
     StoreClosedError,
     check_key,
     check_namespace,
 )
 from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_readonly as ro
 from swarmstate.backends._sqlite import Connection, apsw
 
 __all__ = ["DiskStore"]
@@ -64,11 +66,17 @@ class DiskStore(BaseStore):
             It applies when this handle takes a snapshot.
         busy_timeout: Seconds to wait for another writer's lock before
             raising :class:`~swarmstate.StorageError`.
+        readonly: Open an existing store for reading only: nothing is
+            created or written (the file may be read-only, on read-only
+            media), reads never wait behind a writer's transaction, and every
+            write raises :class:`~swarmstate.ReadOnlyStoreError`.
 
     Raises:
-        StorageError: The directory is missing or the file cannot be opened.
+        StorageError: The directory is missing or the file cannot be opened
+            (with ``readonly``: the file does not exist).
         IncompatibleStoreError: The file is not SQLite, was made by something
-            else, or by a newer swarmstate. The file is left untouched.
+            else, or by a newer swarmstate (with ``readonly``: also an empty
+            file). The file is left untouched.
 
     Thread-safe and safe for several processes on one host. After ``fork``
     the child opens its own connections on first use.
@@ -81,6 +89,7 @@ class DiskStore(BaseStore):
         synchronous: str = "NORMAL",
         max_history: int | None = None,
         busy_timeout: float = 30.0,
+        readonly: bool = False,
     ) -> None:
         if max_history is not None and (type(max_history) is not int or max_history < 1):
             raise InvalidArgumentError(
@@ -99,16 +108,23 @@ class DiskStore(BaseStore):
             raise InvalidArgumentError(
                 f"busy_timeout must be a positive number of seconds, got {busy_timeout!r}"
             )
+        if type(readonly) is not bool:
+            raise InvalidArgumentError(f"readonly must be True or False, got {readonly!r}")
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.synchronous: str = level
         self.max_history = max_history
         self.busy_timeout = float(busy_timeout)
+        self.readonly = readonly
         self._file = str(self.path)
         self._closed = False
         self._reset_process_state()
-        sql.prepare_file(self._file)
+        if not self.readonly:
+            sql.prepare_file(self._file)
         try:
-            self._uid = self._open_file()
+            if self.readonly:
+                self._uid = ro.identify_readonly(self._conn(), self._file)
+            else:
+                self._uid = self._open_file()
         except apsw.Error as exc:
             self.close()
             raise sql.translate(exc, self._file, "open the store") from exc
@@ -157,6 +173,7 @@ class DiskStore(BaseStore):
 
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
+        self._check_writable()
         conn = self._conn()
         with self._write_lock:
             try:
@@ -184,25 +201,32 @@ class DiskStore(BaseStore):
                 _ABANDONED.extend(conn for _, conn in self._conns)
             self._reset_process_state()
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or (self.readonly and ro.went_stale(self._file, self._local.stamp)):
             conn = self._new_connection()
         return conn
 
     def _new_connection(self) -> Connection:
         try:
-            conn = sql.open_connection(self._file)
-            sql.configure(conn, self.synchronous, self.busy_timeout)
+            if self.readonly:
+                conn, self._local.stamp = ro.open_readonly(self._file)
+                ro.configure_readonly(conn, self.busy_timeout)
+            else:
+                conn = sql.open_connection(self._file)
+                sql.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
             raise sql.translate(exc, self._file, "open a connection") from exc
+        current = threading.current_thread()
         with self._conns_lock:
             alive = []
             for thread_ref, other in self._conns:
                 thread = thread_ref()
-                if thread is None or not thread.is_alive():
-                    other.close()  # its thread is gone; nothing can be using it
+                if thread is None or not thread.is_alive() or thread is current:
+                    # Its thread is gone, or this one replaces it (a read-only
+                    # connection that went stale): nothing else can be using it.
+                    other.close()
                 else:
                     alive.append((thread_ref, other))
-            alive.append((weakref.ref(threading.current_thread()), conn))
+            alive.append((weakref.ref(current), conn))
             self._conns = alive
         self._local.conn = conn
         return conn
@@ -228,8 +252,16 @@ class DiskStore(BaseStore):
             )
         return sql.translate(exc, self._file, action)
 
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise ReadOnlyStoreError(
+                f"DiskStore({self._file!r}) was opened with readonly=True; "
+                "open it without readonly to write"
+            )
+
     def _write(self, action: str, body: Callable[[Connection], _T]) -> _T:
         """Run ``body`` in one write transaction that holds the write lock from the start."""
+        self._check_writable()
         conn = self._conn()
         with self._write_lock:
             try:
@@ -369,6 +401,8 @@ class DiskStore(BaseStore):
     # -- writes ----------------------------------------------------------
 
     def set(self, namespace: str, key: str, value: Any) -> None:
+        if self.readonly:
+            self._check_writable()
         if type(namespace) is not str or type(key) is not str:
             check_key(namespace, key)
         data = dumps(value)
@@ -566,6 +600,8 @@ class DiskStore(BaseStore):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"synchronous={self.synchronous}"
+        if self.readonly and not self._closed:
+            state = "readonly"
         return f"DiskStore({self._file!r}, {state})"
 
 
