@@ -1,4 +1,7 @@
-"""The benchmark suite's own guarantees: seeded data, docs that match the results, the CLI."""
+"""The benchmark suite's own guarantees: seeded data, docs that match the results.
+
+The ``swarmstate benchmark`` command is checked in ``test_cli.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import copy
 import fnmatch
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,84 +139,3 @@ def test_every_limit_in_the_results_file_names_rows_that_exist() -> None:
             continue
         assert lim["numerator"] in doc["rows"]
         assert lim["denominator"] in doc["rows"]
-
-
-def test_cli_does_not_import_langgraph_or_matplotlib() -> None:
-    code = (
-        "import sys, swarmstate.cli; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('langgraph', 'matplotlib')]; "
-        "print(bad); raise SystemExit(1 if bad else 0)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-@pytest.mark.slow
-def test_swarmstate_benchmark_writes_every_section_with_the_environment(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "swarmstate",
-            "benchmark",
-            "--tiny",
-            "--no-progress",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert 'pip install "swarmstate[bench,langgraph]"' in proc.stdout
-    doc = json.loads(out.read_text())
-    env = doc["environment"]
-    for field in ("python", "platform", "cpu_count", "packages", "settings"):
-        assert env[field], field
-    assert env["packages"]["swarmstate"]
-    assert set(doc["stores"]) == {"Store", "DiskStore NORMAL", "DiskStore FULL"}
-    for row in doc["stores"].values():
-        assert row["set"]["p50"] > 0
-        assert row["get"]["n"] > 0
-    assert [w["processes"] for w in doc["writers"]] == [1, 2]
-    assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"]), doc["writers"]
-    assert doc["footprint"]["max_rss_mb"] > 0
-    assert doc["skipped"] == {}
-
-
-def test_inspect_reports_a_foreign_file_without_a_traceback(tmp_path: Path) -> None:
-    foreign = tmp_path / "notes.db"
-    foreign.write_text("not a database\n")
-    before = foreign.read_bytes()
-    out = subprocess.run(
-        [sys.executable, "-m", "swarmstate", "inspect", str(foreign)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 1
-    assert "is not a SQLite database" in out.stderr
-    assert "Traceback" not in out.stderr
-    assert foreign.read_bytes() == before
-
-
-def test_inspect_lists_namespaces_and_snapshots_of_a_disk_store(tmp_path: Path) -> None:
-    from swarmstate.backends.disk import DiskStore
-
-    path = tmp_path / "state.db"
-    with DiskStore(path) as store:
-        store.set_many([("a", "x", 1), ("a", "y", 2), ("b", "z", 3)])
-        store.snapshot()
-    out = subprocess.run(
-        [sys.executable, "-m", "swarmstate", "inspect", str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "3 entries in 2 namespaces" in out.stdout
-    assert "'a': 2" in out.stdout
-    assert "1 snapshot(s)" in out.stdout
