@@ -112,6 +112,10 @@ def test_history_names_the_node_that_wrote_each_checkpoint(filled: Filled, capsy
         ("loop", ["tool"]),
         ("loop", ["answer"]),
     ]
+    # The parent of the last row shown lies past --limit: it is read to name the node.
+    limited = cli_json(filled, "history", "chat", "--limit", "2", capsys=capsys)["checkpoints"]
+    assert [r["nodes"] for r in limited] == [["answer"], ["tool"]]
+    assert cli_json(filled, "show", "chat", capsys=capsys)["nodes"] == ["answer"]
 
 
 def test_history_of_one_namespace_is_the_saver_list_of_it(filled: Filled, capsys: Any) -> None:
@@ -210,3 +214,15 @@ def test_a_schema_without_a_store_exits_1_with_one_line(pg_conninfo: str, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "no swarmstate store in schema 'no_such_schema'" in err
+
+
+def test_check_decodes_every_entry_of_either_backend(filled: Filled, capsys: Any) -> None:
+    code = main(["check", filled.target[0], *filled.target[1:], "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["ok"] is True
+    assert doc["entries"] == sum(
+        len(filled.saver.store.keys(ns)) for ns in filled.saver.store.namespaces()
+    )
+    assert doc["bad_entries"] == []
+    assert (doc["integrity_check"] is None) == (len(filled.target) > 1)  # None on PostgreSQL

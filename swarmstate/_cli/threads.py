@@ -80,13 +80,29 @@ def threads_view(saver: SwarmStateSaver) -> dict[str, Any]:
 def history_view(
     saver: SwarmStateSaver, thread_id: str, checkpoint_ns: str | None, limit: int | None
 ) -> dict[str, Any]:
-    """A thread's checkpoints, newest first, as ``saver.list`` returns them."""
-    found = list(saver.list(_config(thread_id, checkpoint_ns), limit=limit))
-    if not found:
+    """A thread's checkpoints, newest first, as ``saver.list`` returns them.
+
+    Holds one decoded checkpoint at a time (a long thread's values would not
+    fit in memory all at once): each row keeps only the versions its
+    ``nodes`` are worked out from once every row is read.
+    """
+    rows: list[tuple[dict[str, Any], Any, tuple[str, str] | None]] = []
+    seen: dict[tuple[str, str], Any] = {}
+    for found in saver.list(_config(thread_id, checkpoint_ns), limit=limit):
+        versions = found.checkpoint.get("versions_seen", {})
+        seen[(_ns(found), _id(found))] = versions
+        rows.append((_checkpoint_row(saver, found), versions, _parent_key(found)))
+    if not rows:
         raise _no_thread(thread_id, checkpoint_ns)
-    known = {(_ns(t), _id(t)): t for t in found}
-    rows = [_checkpoint_row(saver, t, _parent(saver, t, known)) for t in found]
-    return {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoints": rows}
+    for row, versions, parent in rows:
+        if parent is not None and parent not in seen:  # older than the last row shown
+            seen[parent] = _versions_seen(saver.get_tuple(_config(thread_id, *parent)))
+        row["nodes"] = _nodes(versions, seen[parent] if parent is not None else {})
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoints": [row for row, _, _ in rows],
+    }
 
 
 def show_view(
@@ -98,7 +114,10 @@ def show_view(
 ) -> dict[str, Any]:
     """One checkpoint (default the latest): channels summarized, pending writes, metadata."""
     found = _find(saver, thread_id, checkpoint_id, checkpoint_ns)
-    row = _checkpoint_row(saver, found, _parent(saver, found, {}))
+    row = _checkpoint_row(saver, found)
+    parent = _parent_key(found)
+    before = {} if parent is None else _versions_seen(saver.get_tuple(_config(thread_id, *parent)))
+    row["nodes"] = _nodes(_versions_seen(found), before)
     values = found.checkpoint["channel_values"]
     row["metadata"] = dict(found.metadata)
     row["channels"] = [_channel(saver, name, values[name], last) for name in sorted(values)]
@@ -184,39 +203,36 @@ def _find(
     )
 
 
-def _parent(
-    saver: SwarmStateSaver, found: CheckpointTuple, known: dict[tuple[str, str], CheckpointTuple]
-) -> CheckpointTuple | None:
+def _parent_key(found: CheckpointTuple) -> tuple[str, str] | None:
+    """``(checkpoint_ns, checkpoint_id)`` of the parent checkpoint, or None."""
     if found.parent_config is None:
         return None
     conf = found.parent_config["configurable"]
-    key = (str(conf.get("checkpoint_ns", "")), str(conf.get("checkpoint_id")))
-    return known.get(key) or saver.get_tuple(found.parent_config)
+    return str(conf.get("checkpoint_ns", "")), str(conf.get("checkpoint_id"))
 
 
-def _checkpoint_row(
-    saver: SwarmStateSaver, found: CheckpointTuple, parent: CheckpointTuple | None
-) -> dict[str, Any]:
-    parent_id = None
-    if found.parent_config is not None:
-        parent_id = found.parent_config["configurable"].get("checkpoint_id")
+def _versions_seen(found: CheckpointTuple | None) -> Any:
+    return {} if found is None else found.checkpoint.get("versions_seen", {})
+
+
+def _checkpoint_row(saver: SwarmStateSaver, found: CheckpointTuple) -> dict[str, Any]:
+    """The fields of a history row; ``nodes`` needs the parent and is set by the caller."""
+    parent = _parent_key(found)
     return {
         "checkpoint_id": _id(found),
         "checkpoint_ns": _ns(found),
         "step": found.metadata.get("step"),
         "source": found.metadata.get("source"),
-        "nodes": _nodes(found, parent),
-        "parent_id": parent_id,
+        "nodes": [],
+        "parent_id": None if parent is None else parent[1],
         "ts": found.checkpoint["ts"],
         "bytes": len(_encoded(saver, found.checkpoint)),
         "pending_writes": len(found.pending_writes or []),
     }
 
 
-def _nodes(found: CheckpointTuple, parent: CheckpointTuple | None) -> list[str]:
-    """The nodes that ran into this checkpoint: those whose seen versions moved since the parent."""
-    seen = found.checkpoint.get("versions_seen", {})
-    before = parent.checkpoint.get("versions_seen", {}) if parent is not None else {}
+def _nodes(seen: Any, before: Any) -> list[str]:
+    """The nodes that ran into a checkpoint: those whose seen versions moved since the parent."""
     return sorted(name for name, got in seen.items() if got and got != before.get(name))
 
 

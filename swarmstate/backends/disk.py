@@ -73,7 +73,8 @@ class DiskStore(BaseStore):
 
     Raises:
         StorageError: The directory is missing or the file cannot be opened
-            (with ``readonly``: the file does not exist).
+            (with ``readonly``: the file does not exist, or has a ``-wal``
+            log without the ``-shm`` file needed to read it).
         IncompatibleStoreError: The file is not SQLite, was made by something
             else, or by a newer swarmstate (with ``readonly``: also an empty
             file). The file is left untouched.
@@ -401,7 +402,7 @@ class DiskStore(BaseStore):
     # -- writes ----------------------------------------------------------
 
     def set(self, namespace: str, key: str, value: Any) -> None:
-        if self.readonly:
+        if self.readonly:  # tested inline: set is the hot path
             self._check_writable()
         if type(namespace) is not str or type(key) is not str:
             check_key(namespace, key)
