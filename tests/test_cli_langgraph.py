@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from cli_graphs import ODD_THREAD, THREADS, cfg, fill_with_graphs
+from cli_support import ROOT
 
 import swarmstate as ss
 from swarmstate._cli.source import open_store
@@ -226,3 +227,41 @@ def test_check_decodes_every_entry_of_either_backend(filled: Filled, capsys: Any
     )
     assert doc["bad_entries"] == []
     assert (doc["integrity_check"] is None) == (len(filled.target) > 1)  # None on PostgreSQL
+
+
+def keys_of(doc: Any) -> set[str]:
+    """Every key the command chose in a JSON document, at any depth.
+
+    Not the keys of ``metadata`` (LangGraph's) or of diff's ``messages``
+    (channel names).
+    """
+    if isinstance(doc, list):
+        return set().union(*(keys_of(item) for item in doc))
+    if not isinstance(doc, dict):
+        return set()
+    found = set(doc)
+    for key, value in doc.items():
+        if key == "metadata":
+            continue
+        if key == "messages" and isinstance(value, dict):
+            value = list(value.values())
+        found |= keys_of(value)
+    return found
+
+
+def test_docs_list_every_json_key_the_commands_print(filled: Filled, capsys: Any) -> None:
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    found = list(filled.saver.list(cfg("chat")))
+    a, b = (t.config["configurable"]["checkpoint_id"] for t in (found[-1], found[0]))
+    printed: set[str] = set()
+    for argv in (
+        ["threads"],
+        ["history", "chat"],
+        ["show", "paused"],
+        ["diff", "chat", a, b],
+        ["inspect"],
+        ["check"],
+    ):
+        printed |= keys_of(cli_json(filled, argv[0], *argv[1:], capsys=capsys))
+    undocumented = {k for k in printed if f"`{k}`" not in docs and f"{k}`" not in docs}
+    assert not undocumented, f"keys printed but not in docs/cli.md: {sorted(undocumented)}"
