@@ -23,7 +23,6 @@ LangGraph's beta ``DeltaChannel``).
 Run alone: ``python benchmarks/sections_growth.py --turns 200 [--pg-dsn ...]``.
 """
 
-
 import contextlib
 import functools
 import random
@@ -31,7 +30,7 @@ import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -117,7 +116,11 @@ def build_graph(checkpointer: Any, delta: bool) -> Any:
                     content=_SCRIPT[turn]["think"],
                     id=f"agent-{turn}",
                     tool_calls=[
-                        {"name": "search", "args": {"q": _SCRIPT[turn]["query"]}, "id": f"call-{turn}"}
+                        {
+                            "name": "search",
+                            "args": {"q": _SCRIPT[turn]["query"]},
+                            "id": f"call-{turn}",
+                        }
                     ],
                 )
             ]
@@ -127,7 +130,9 @@ def build_graph(checkpointer: Any, delta: bool) -> Any:
         turn = state["turn"]
         return {
             "messages": [
-                ToolMessage(content=_SCRIPT[turn]["tool"], tool_call_id=f"call-{turn}", id=f"tool-{turn}")
+                ToolMessage(
+                    content=_SCRIPT[turn]["tool"], tool_call_id=f"call-{turn}", id=f"tool-{turn}"
+                )
             ]
         }
 
@@ -245,20 +250,31 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
     if want("SwarmStateSaver(Store)"):
         store = ss.Store()
         out.append(
-            Saver("SwarmStateSaver(Store)", ours(store), functools.partial(_memory_bytes_store, store), store.close)
+            Saver(
+                "SwarmStateSaver(Store)",
+                ours(store),
+                functools.partial(_memory_bytes_store, store),
+                store.close,
+            )
         )
     for level in ("NORMAL", "FULL"):
         name = f"SwarmStateSaver(DiskStore {level})"
         if want(name):
             path = tmp / f"{graph}-ours-{level.lower()}.db"
             disk = DiskStore(path, synchronous=level)
-            out.append(Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close))
+            out.append(
+                Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close)
+            )
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if want("InMemorySaver"):
         mem = _timed(InMemorySaver)()
-        out.append(Saver("InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None))
+        out.append(
+            Saver(
+                "InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None
+            )
+        )
     for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
         name = f"SqliteSaver {label}"
         if not want(name):
@@ -324,7 +340,9 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
         out.append(
-            Saver("PostgresSaver", peer, functools.partial(_pg_bytes, cfg.pg_dsn, schema), close_peer)
+            Saver(
+                "PostgresSaver", peer, functools.partial(_pg_bytes, cfg.pg_dsn, schema), close_peer
+            )
         )
     return out
 
@@ -334,7 +352,11 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
 
 def _percentiles(samples_ns: list[int]) -> dict[str, float]:
     ordered = sorted(samples_ns)
-    q = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 99
+    q = (
+        statistics.quantiles(ordered, n=100, method="inclusive")
+        if len(ordered) > 1
+        else [ordered[0]] * 99
+    )
     return {
         "p50": statistics.median(ordered) / 1e3,
         "p90": q[89] / 1e3,
@@ -368,7 +390,12 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                     before = len(saver.checkpointer.put_ns)
                     start = time.perf_counter_ns()
                     graphs[i].invoke(
-                        {"messages": [HumanMessage(content=_SCRIPT[turn]["user"], id=f"user-{turn}")], "turn": turn},
+                        {
+                            "messages": [
+                                HumanMessage(content=_SCRIPT[turn]["user"], id=f"user-{turn}")
+                            ],
+                            "turn": turn,
+                        },
                         config,
                         durability="sync",
                     )
@@ -399,7 +426,9 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
     return results
 
 
-def _reads(cfg: GrowthConfig, savers: list[Saver], graphs: list[Any], config: Any) -> list[dict[str, Any]]:
+def _reads(
+    cfg: GrowthConfig, savers: list[Saver], graphs: list[Any], config: Any
+) -> list[dict[str, Any]]:
     """``get_state`` and ``get_state_history(limit=20)`` of the final thread, interleaved."""
     state_ns: list[list[int]] = [[] for _ in savers]
     history_ns: list[list[int]] = [[] for _ in savers]
@@ -440,18 +469,18 @@ def main(argv: list[str] | None = None) -> int:
         pg_dsn=args.pg_dsn,
         graphs=tuple(args.graphs.split(",")),
         savers=tuple(args.savers.split(",")) if args.savers else None,
-        marks=tuple(m for m in (10, 25, 50, 100, 150, 200, 400) if m < args.turns) + (args.turns,),
+        marks=(*(m for m in (10, 25, 50, 100, 150, 200, 400) if m < args.turns), args.turns),
     )
     with tempfile.TemporaryDirectory(prefix="swarmstate-growth-") as tmp:
         results = run_growth(cfg, Path(tmp), log=lambda m: print(m, file=sys.stderr))
     for graph, by_saver in results.items():
         print(f"== {graph}")
-        print(f"{'saver':36} {'bytes':>12} {'put p50':>10} {'invoke p50':>11} {'get_state':>10} {'hist20':>10}")
+        head = ("bytes", "put p50", "invoke p50", "get_state", "hist20")
+        print(f"{'saver':36}" + "".join(f"{h:>12}" for h in head))
         for name, fig in by_saver.items():
-            print(
-                f"{name:36} {fig['bytes']:>12,} {fig['put']['p50']:>10.0f} {fig['invoke']['p50']:>11.0f} "
-                f"{fig['get_state']['p50']:>10.0f} {fig['history20']['p50']:>10.0f}"
-            )
+            cells = (fig["bytes"], fig["put"]["p50"], fig["invoke"]["p50"])
+            cells += (fig["get_state"]["p50"], fig["history20"]["p50"])
+            print(f"{name:36}" + "".join(f"{c:>12,.0f}" for c in cells))
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0

@@ -107,7 +107,11 @@ def delta_history(
     seeds: dict[str, Any] = {}
     remaining = set(channels)
     seen = {checkpoint_id}
-    cursor = _decode(serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id if target else None
+    cursor = (
+        _decode(serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
+        if target
+        else None
+    )
     values_ns = K.values(thread_id, checkpoint_ns)
     while cursor is not None and remaining and cursor not in seen:
         # A run of ancestors already read: their candidate values in one batch.

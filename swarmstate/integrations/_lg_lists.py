@@ -40,7 +40,7 @@ import base64
 import os
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, NamedTuple
 
 import msgpack
@@ -95,7 +95,7 @@ class Listing(NamedTuple):
     refs: tuple[Ref, ...]
 
     @property
-    def count(self) -> int:
+    def length(self) -> int:
         return len(self.offsets) - 1
 
     @property
@@ -152,7 +152,7 @@ def _common(data: bytes, skip: int, offsets: array[int], base: Listing) -> tuple
     # bytes.startswith/endswith with a memoryview compare with memcmp and copy
     # nothing (a memoryview == memoryview compares item by item, far slower).
     old = memoryview(base.data)[base.start :]
-    n, m = len(offsets) - 1, base.count
+    n, m = len(offsets) - 1, base.length
     old_offsets = base.offsets
 
     def prefix_equal(k: int) -> bool:
@@ -215,7 +215,7 @@ def _cut(refs: Sequence[Ref], start: int, stop: int) -> list[Ref]:
 def _segment(data: bytes, skip: int, offsets: array[int], start: int, stop: int) -> bytes:
     """Stored bytes of a segment holding items ``[start, stop)``: ``[lengths, items]``."""
     bounds = offsets[start : stop + 1]
-    lengths = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+    lengths = [b - a for a, b in pairwise(bounds)]
     return dumps([lengths, data[skip + offsets[start] : skip + offsets[stop]]])
 
 
@@ -274,18 +274,20 @@ def build(
     if head is None:
         return None
     count, skip = head
-    if base is not None and count >= base.count and data.startswith(
-        memoryview(base.data)[base.start :], skip
+    if (
+        base is not None
+        and count >= base.length
+        and data.startswith(memoryview(base.data)[base.start :], skip)
     ):
         offsets = base.offsets + array(
-            "q", (base.size + end for end in _scan(data, skip + base.size, count - base.count))
+            "q", (base.size + end for end in _scan(data, skip + base.size, count - base.length))
         )
-        p, s = base.count, 0
+        p, s = base.length, 0
     else:
         offsets = array("q", [0])
         offsets += _scan(data, skip, count)
         p, s = _common(data, skip, offsets, base) if base is not None else (0, 0)
-    m = base.count if base is not None else 0
+    m = base.length if base is not None else 0
     refs: list[Ref] = _cut(base.refs, 0, p) if base is not None else []
     segments: list[tuple[str, bytes]] = []
     if count - s > p:
@@ -304,7 +306,9 @@ def build(
         segments.append((key, _segment(data, skip, offsets, first, last)))
         refs[j:k] = [Ref(key, 0, last - first)]
         sizes[j:k] = [last - first]
-    return Listing(data, skip, offsets, tuple(refs)), segments
+    # A segment made here and merged right away is not stored at all.
+    used = {ref.key for ref in refs}
+    return Listing(data, skip, offsets, tuple(refs)), [s for s in segments if s[0] in used]
 
 
 def assemble(refs: tuple[Ref, ...], segments: Mapping[str, tuple[array[int], bytes]]) -> Listing:

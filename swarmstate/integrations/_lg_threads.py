@@ -50,7 +50,9 @@ def pending_writes(serde: Any, writes: list[Any]) -> list[tuple[str, str, Any]]:
             or type(write[3]) is not str
             or type(write[4]) is not str
         ):
-            raise CorruptDataError("a pending write is not [task id, idx, path, channel, type, bytes]")
+            raise CorruptDataError(
+                "a pending write is not [task id, idx, path, channel, type, bytes]"
+            )
         decoded.append(write)
     decoded.sort(key=lambda w: (w[2], w[0], w[1]))
     revive = serde.loads_typed

@@ -414,10 +414,10 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         remaining = limit
         batch: _List[_Found] = []
         for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
-            found = self._decode(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
-            if found is None:
+            row = self._decode(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
+            if row is None:
                 continue
-            batch.append(found)
+            batch.append(row)
             if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
                 continue
             yield from self._complete(batch)
@@ -534,7 +534,16 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         if shared:
             self._values.fill(self.serde, shared)
         out: _List[CheckpointTuple] = []
-        for thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata, parent_id, writes, _ in batch:
+        for (
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            checkpoint,
+            metadata,
+            parent_id,
+            writes,
+            _,
+        ) in batch:
             # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
             out.append(
                 _new_tuple(
@@ -639,7 +648,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """Per channel, the writes since its nearest stored value on the parent chain, and that value.
+        """Per channel: the writes since its nearest stored value up the parent chain, and it.
 
         A direct read of the chain: a page of the thread's checkpoints and
         writes at a time, and the candidate values of each page in one
@@ -647,8 +656,13 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
         return H.delta_history(
-            self.store, self._values, self.serde, thread_id, checkpoint_ns,
-            conf.get("checkpoint_id") or None, [*channels],
+            self.store,
+            self._values,
+            self.serde,
+            thread_id,
+            checkpoint_ns,
+            conf.get("checkpoint_id") or None,
+            [*channels],
         )
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
