@@ -9,8 +9,9 @@ It is exact, not a guess from object identity (an old message edited in
 place has other content, so it misses and is serialized anew). It applies
 only where the serializer's bytes are a function of the content it reads:
 
-* the serializer is LangGraph's ``JsonPlusSerializer`` itself (its
-  encoding does not depend on the instance: allowlists only affect reads);
+* the serializer writes with LangGraph's ``JsonPlusSerializer.dumps_typed``
+  (its encoding does not depend on the instance: allowlists and strictness
+  only affect reads);
 * the item is a pydantic v2 model whose class keeps ``BaseModel.model_dump``
   and has no field or model serializers and no computed fields, so that
   ``model_dump()`` is a function of the class and of the fields'
@@ -85,7 +86,12 @@ class Memo:
         an item it cannot key, or a serializer that did not write msgpack
         for the items that missed).
         """
-        if type(serde) is not JsonPlusSerializer or len(items) < _MIN_ITEMS or not self._half:
+        if (
+            not isinstance(serde, JsonPlusSerializer)
+            or type(serde).dumps_typed is not JsonPlusSerializer.dumps_typed
+            or len(items) < _MIN_ITEMS
+            or not self._half
+        ):
             return None
         classes = self._classes
         for cls in {type(item) for item in items}:

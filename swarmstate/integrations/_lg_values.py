@@ -74,6 +74,8 @@ class Head(NamedTuple):
 
     versions: dict[str, Any]
     inline: dict[str, list[Any]]
+    run_id: str | None = None
+    """The run that wrote it: a child of the same run finds the run index in place."""
 
 
 class _Listings:
@@ -153,7 +155,12 @@ class Values:
         decoded = E.decode(serde, rows[0][1])
         if decoded.inline is None:
             return None
-        head = Head(decoded.checkpoint["channel_versions"], decoded.inline)
+        run_id = decoded.metadata.get("run_id")
+        head = Head(
+            decoded.checkpoint["channel_versions"],
+            decoded.inline,
+            run_id if type(run_id) is str else None,
+        )
         self.remember(thread_id, checkpoint_ns, parent_id, head)
         return head
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -92,9 +93,27 @@ _Found = tuple[
 ]
 
 
+class _StrictSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, reviving objects only from its msgpack allowlist.
+
+    Writes exactly as ``JsonPlusSerializer``. On reads, values of LangGraph's
+    older ``"json"`` format come back as the plain data they hold: their
+    ``lc`` constructor entries (``PromptTemplate`` and the like) are not
+    turned back into objects, whatever module they name.
+    """
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        if data[0] == "json":
+            return json.loads(data[1])
+        return super().loads_typed(data)
+
+
 def strict_serializer() -> JsonPlusSerializer:
-    """LangGraph's serializer that revives only allowlisted types and never unpickles."""
-    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+    """LangGraph's serializer that revives only allowlisted types and never unpickles.
+
+    Values stored in the older ``"json"`` format are returned as plain data.
+    """
+    return _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
 class SwarmStateSaver(BaseCheckpointSaver[str]):
@@ -228,7 +247,8 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             data = E.encode_typed(serde, head, stored_metadata, parent_id, run_id, inline)
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
         entries.insert(0, (namespace, K.checkpoint_key(checkpoint_id), data))
-        if run_id is None:
+        if run_id is None or (parent is not None and parent.run_id == run_id):
+            # No run, or its index entries were written with the parent's checkpoint.
             self.store.set_many(entries, raw=True)
         else:
             # The run's index entries for this thread namespace, in the same atomic
@@ -241,7 +261,9 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
             self.store.set_many(entries, ensure=index, raw=True)
         self._values.cache(listings)
-        self._values.remember(thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline))
+        self._values.remember(
+            thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
+        )
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -515,7 +537,11 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 thread_id,
                 checkpoint_ns,
                 checkpoint_id,
-                Head(dict(checkpoint["channel_versions"]), decoded.inline),
+                Head(
+                    dict(checkpoint["channel_versions"]),
+                    decoded.inline,
+                    run if type(run := decoded.metadata.get("run_id")) is str else None,
+                ),
             )
         return (
             thread_id,

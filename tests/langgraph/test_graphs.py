@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import itertools
+import json
 import multiprocessing
 import operator
 import threading
@@ -780,3 +781,28 @@ def test_the_readme_demo_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "fork log: ['outline', 'write', 'review: reject', 'sent back']" in done.stdout
     assert "thread is waiting again at ['review']" in done.stdout
+
+
+def test_strict_serializer_returns_json_values_as_plain_data(saver: SwarmStateSaver) -> None:
+    # LangGraph's older "json" format can name a langchain constructor; strict
+    # mode hands back the data, not the object it describes.
+    chain_graph(saver).invoke({"steps": []}, cfg("js"))
+    latest = saver.get_tuple(cfg("js"))
+    assert latest is not None
+    namespace, key = K.scope("js", ""), K.checkpoint_key(latest.checkpoint["id"])
+    entry = saver.store.get(namespace, key)
+    described = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "prompts", "prompt", "PromptTemplate"],
+        "kwargs": {"template": "hi {x}", "input_variables": ["x"]},
+    }
+    entry[4]["steps"] = [0, "json", json.dumps(described).encode()]
+    saver.store.set(namespace, key, entry)
+    strict = saver.get_tuple(cfg("js"))
+    assert strict is not None
+    assert strict.checkpoint["channel_values"]["steps"] == described
+    permissive = SwarmStateSaver(saver.store, serde=JsonPlusSerializer())
+    revived = permissive.get_tuple(cfg("js"))
+    assert revived is not None
+    assert type(revived.checkpoint["channel_values"]["steps"]).__name__ == "PromptTemplate"
