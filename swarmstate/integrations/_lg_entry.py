@@ -46,7 +46,7 @@ import msgpack
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import CorruptDataError, SwarmStateError
 
-__all__ = ["Decoded", "decode", "encode", "encode_typed", "head"]
+__all__ = ["Decoded", "decode", "encode", "head"]
 
 _SERDE_WHOLE: int = 0x94  # fixarray of 4: the serializer's document, values inside
 _SERDE: int = 0x95  # fixarray of 5: the serializer's document, values beside
@@ -85,30 +85,22 @@ def encode(
     parent_id: str | None,
     run_id: str | None,
     inline: dict[str, list[Any]],
+    *,
+    typed: bool = False,
 ) -> bytes | None:
-    """The stored bytes of one checkpoint (without its values), its metadata and small values.
+    """The stored bytes of one checkpoint (without its values), its metadata and inline forms.
 
-    None when ``serde`` did not write plain msgpack for the whole entry: then
-    :func:`encode_typed` is the layout to use.
+    The serializer's own document (``0x95``); None when ``serde`` did not
+    write plain msgpack for it: then call again with ``typed=True`` for the
+    seven-element layout of typed pairs (``0x97``), which always succeeds.
     """
+    if typed:
+        pairs = [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata)]
+        return dumps([*pairs, parent_id, run_id, inline])
     kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint, inline])
     if kind == "msgpack" and data[:1] == b"\x95":
         return bytes(data)
     return None
-
-
-def encode_typed(
-    serde: Any,
-    checkpoint: Any,
-    metadata: Any,
-    parent_id: str | None,
-    run_id: str | None,
-    inline: dict[str, list[Any]],
-) -> bytes:
-    """The seven-element layout: the checkpoint and the metadata as typed pairs."""
-    return dumps(
-        [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata), parent_id, run_id, inline]
-    )
 
 
 def decode(serde: Any, data: bytes) -> Decoded:

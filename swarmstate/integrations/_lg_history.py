@@ -24,7 +24,7 @@ from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations._lg_threads import pending_writes
+from swarmstate.integrations import _lg_rows as R
 from swarmstate.integrations._lg_values import Context, Pair, Values
 
 __all__ = ["delta_history"]
@@ -42,8 +42,7 @@ class _Chain:
         self.groups: dict[str, _Group] = {}
         self._below: str | None = below  # the next page ends here; None once exhausted
         # Writes seen at the bottom of a page whose checkpoint is on the next one.
-        self._writes: list[Any] = []
-        self._writes_head: str | None = None
+        self._pending: R.Pending = ([], None)
 
     def get(self, checkpoint_id: str) -> _Group | None:
         """The group of ``checkpoint_id``, paging down to it when it sorts below what was read."""
@@ -67,19 +66,9 @@ class _Chain:
         rows = self.store.items(
             self.namespace, stop=self._below, reverse=True, limit=_PAGE, raw=True
         )
-        writes, writes_head = self._writes, self._writes_head
-        for key, value in rows:
-            if key[-1] == K.CHECKPOINT:
-                found = writes if writes_head == key[:-1] else []
-                self.groups.setdefault(K.checkpoint_id_of(key), (value, found))
-                writes, writes_head = [], None
-            else:
-                head = key[: key.index(K.ID_END) + 2]
-                if head == writes_head:
-                    writes.append(value)
-                else:
-                    writes, writes_head = [value], head
-        self._writes, self._writes_head = writes, writes_head
+        found, self._pending = R.fold(rows, self._pending)
+        for checkpoint_id, entry, writes in found:
+            self.groups.setdefault(checkpoint_id, (entry, writes))
         self._below = rows[-1][0] if len(rows) == _PAGE else None
 
 
@@ -143,9 +132,9 @@ def delta_history(
             if not remaining:
                 break
             try:
-                pending = pending_writes(serde, writes) if writes else []
+                pending = R.pending_writes(serde, writes) if writes else []
             except CorruptDataError as exc:
-                raise _context(thread_id, checkpoint_ns, ancestor_id, exc) from exc
+                raise R.corrupt(thread_id, checkpoint_ns, ancestor_id, exc) from exc
             for write in reversed(pending):
                 if write[1] in remaining:
                     collected[write[1]].append(list(write))
@@ -176,13 +165,4 @@ def _decode(
     try:
         return E.decode(serde, entry)
     except CorruptDataError as exc:
-        raise _context(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
-
-
-def _context(
-    thread_id: str, checkpoint_ns: str, checkpoint_id: str, exc: Exception
-) -> CorruptDataError:
-    return CorruptDataError(
-        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
-        f"{checkpoint_ns!r}) cannot be read: {exc}"
-    )
+        raise R.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc

@@ -158,28 +158,26 @@ def _common(data: bytes, skip: int, offsets: array[int], base: Listing) -> tuple
     def prefix_equal(k: int) -> bool:
         return offsets[k] == old_offsets[k] and data.startswith(old[: old_offsets[k]], skip)
 
-    lo, hi = 0, min(n, m)  # the largest k with prefix_equal(k): prefixes nest, so bisect
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if prefix_equal(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    p = lo
+    p = _largest(min(n, m), prefix_equal)
     new_end, old_end = offsets[n], old_offsets[m]
 
     def suffix_equal(k: int) -> bool:
         a, b = offsets[n - k], old_offsets[m - k]
         return new_end - a == old_end - b and data.endswith(old[b:])
 
-    lo, hi = 0, min(n, m) - p
+    return p, _largest(min(n, m) - p, suffix_equal)
+
+
+def _largest(limit: int, holds: Callable[[int], bool]) -> int:
+    """The largest ``k <= limit`` for which ``holds(k)``, given it holds for every smaller k."""
+    lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if suffix_equal(mid):
+        if holds(mid):
             lo = mid
         else:
             hi = mid - 1
-    return p, lo
+    return lo
 
 
 def split(data: bytes) -> list[bytes] | None:

@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._codec import loads
-from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations._lg_values import Values
@@ -23,45 +21,10 @@ __all__ = [
     "delete_for_runs",
     "delete_thread",
     "keep_newest",
-    "pending_writes",
     "run_index_pairs",
 ]
 
 _BATCH = 256
-
-
-def pending_writes(serde: Any, writes: list[Any]) -> list[tuple[str, str, Any]]:
-    """Decode stored pending writes into LangGraph's ``(task id, channel, value)``, in order.
-
-    The runtime's order: task path, then task id, then index.
-    """
-    decoded = []
-    for stored in writes:
-        try:
-            write = loads(stored)
-        except (ValueError, TypeError) as exc:
-            raise CorruptDataError(f"a pending write does not decode ({exc})") from exc
-        if (
-            type(write) is not list
-            or len(write) != 6
-            or type(write[0]) is not str
-            or type(write[1]) is not int
-            or type(write[2]) is not str
-            or type(write[3]) is not str
-            or type(write[4]) is not str
-        ):
-            raise CorruptDataError(
-                "a pending write is not [task id, idx, path, channel, type, bytes]"
-            )
-        decoded.append(write)
-    decoded.sort(key=lambda w: (w[2], w[0], w[1]))
-    revive = serde.loads_typed
-    try:
-        return [(w[0], w[3], revive((w[4], w[5]))) for w in decoded]
-    except Exception as exc:  # any failure to decode stored bytes means they are damaged
-        raise CorruptDataError(
-            f"a pending write's value does not decode ({type(exc).__name__}: {exc})"
-        ) from exc
 
 
 def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:

@@ -32,16 +32,15 @@ Design points:
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import json
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate._errors import CorruptDataError, InvalidArgumentError, MissingDependencyError
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
@@ -50,13 +49,11 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
         WRITES_IDX_MAP,
-        BaseCheckpointSaver,
         ChannelVersions,
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
         DeltaChannelHistory,
-        PendingWrite,
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -65,7 +62,9 @@ try:
     # These need msgpack, from the same extra.
     from swarmstate.integrations import _lg_entry as E
     from swarmstate.integrations import _lg_history as H
+    from swarmstate.integrations import _lg_rows as R
     from swarmstate.integrations import _lg_threads as T
+    from swarmstate.integrations._lg_async import AsyncMethods
     from swarmstate.integrations._lg_values import Head, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -85,12 +84,6 @@ _new_tuple = tuple.__new__
 _NO_PARENT = Head({}, {})
 _NIL = dumps(None)  # the value of run index entries, as stored bytes
 _NAMES_MAX = 4096
-
-# A row decoded, its values possibly still to be read: the parts of a CheckpointTuple.
-# The last element is the entry's small values, or None when it holds every value.
-_Found = tuple[
-    str, str, str, dict[str, Any], dict[str, Any], "str | None", _List[PendingWrite], Any
-]
 
 
 class _StrictSerializer(JsonPlusSerializer):
@@ -116,7 +109,7 @@ def strict_serializer() -> JsonPlusSerializer:
     return _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
-class SwarmStateSaver(BaseCheckpointSaver[str]):
+class SwarmStateSaver(AsyncMethods):
     """A LangGraph checkpointer that keeps every thread in a swarmstate store.
 
     Args:
@@ -237,14 +230,14 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 ):
                     inline.setdefault(channel, pair)
         head = {key: value for key, value in checkpoint.items() if key != "channel_values"}
-        data = None
-        if not self._typed:
-            data = E.encode(serde, head, stored_metadata, parent_id, run_id, inline)
+        parts = (serde, head, stored_metadata, parent_id, run_id, inline)
+        data = None if self._typed else E.encode(*parts)
         if data is None:
             # The serializer writes another format: typed pairs from now on,
             # without first trying (and discarding) a whole-entry document.
             self._typed = True
-            data = E.encode_typed(serde, head, stored_metadata, parent_id, run_id, inline)
+            data = E.encode(*parts, typed=True)
+        assert data is not None  # the typed layout always encodes
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
         entries.insert(0, (namespace, K.checkpoint_key(checkpoint_id), data))
         if run_id is None or (parent is not None and parent.run_id == run_id):
@@ -357,7 +350,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             # Writes sort after their checkpoint: the last key being a checkpoint means none.
             found = self._decode(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
             return self._complete([found])[0] if found is not None else None
-        for group in self._groups(namespace, None, 8):
+        for group in R.groups(self.store.items, namespace, None, 8):
             found = self._decode(thread_id, checkpoint_ns, *group)
             return self._complete([found])[0] if found is not None else None
         return None
@@ -434,7 +427,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
         )
         remaining = limit
-        batch: _List[_Found] = []
+        batch: _List[R.Found] = []
         for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
             row = self._decode(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
             if row is None:
@@ -462,47 +455,10 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
     def _tagged(
         self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
     ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        for checkpoint_id, entry, writes in self._groups(
-            K.scope(thread_id, checkpoint_ns), stop, page
+        for checkpoint_id, entry, writes in R.groups(
+            self.store.items, K.scope(thread_id, checkpoint_ns), stop, page
         ):
             yield thread_id, checkpoint_ns, checkpoint_id, entry, writes
-
-    def _groups(
-        self, namespace: str, stop: str | None, page: int
-    ) -> Iterator[tuple[str, Any, _List[Any]]]:
-        """``(checkpoint_id, entry, write entries)`` newest first, a page of keys at a time.
-
-        A reverse scan meets a checkpoint's writes just before the checkpoint,
-        so a group is complete when its checkpoint arrives: a write belongs to
-        it when their keys share the ``O(id)`` head. Writes whose checkpoint
-        does not exist are skipped.
-        """
-        page = max(1, page)
-        items = self.store.items
-        id_of = K.checkpoint_id_of
-        end = K.ID_END
-        writes: _List[Any] = []
-        writes_head: str | None = None
-        while True:
-            rows = items(namespace, stop=stop, reverse=True, limit=page, raw=True)
-            for key, value in rows:
-                if key[-1] == "c":
-                    yield (
-                        id_of(key),
-                        value,
-                        writes if writes_head == key[:-1] else [],
-                    )
-                    writes, writes_head = [], None
-                else:
-                    head = key[: key.index(end) + 2]
-                    if head == writes_head:
-                        writes.append(value)
-                    else:
-                        writes, writes_head = [value], head
-            if len(rows) < page:
-                return
-            stop = rows[-1][0]
-            page = min(page * 4, _PAGE_MAX)
 
     def _decode(
         self,
@@ -512,92 +468,13 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         entry: Any,
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
-    ) -> _Found | None:
-        """Decode a stored checkpoint entry and its pending-write entries (stored bytes).
-
-        With a ``filter``, the metadata is read first and None is returned
-        when it does not match, so skipped checkpoints cost no checkpoint decode.
-        Channel values stored beside the entry are read by :meth:`_complete`.
-        """
-        serde = self.serde
-        try:
-            if filter and not C.matches(E.head(serde, entry)[0], filter):
-                return None
-            decoded = E.decode(serde, entry)
-            pending = T.pending_writes(serde, writes) if writes else []
-        except CorruptDataError as exc:
-            raise CorruptDataError(
-                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
-                f"{checkpoint_ns!r}) cannot be read: {exc}"
-            ) from exc
-        checkpoint = decoded.checkpoint
-        if decoded.inline is not None:
-            # Its values are read by _complete.
-            self._values.remember(
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                Head(
-                    dict(checkpoint["channel_versions"]),
-                    decoded.inline,
-                    run if type(run := decoded.metadata.get("run_id")) is str else None,
-                ),
-            )
-        return (
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            checkpoint,
-            decoded.metadata,
-            decoded.parent_id,
-            pending,
-            decoded.inline,
+    ) -> R.Found | None:
+        return R.decode(
+            self.serde, self._values, thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter
         )
 
-    def _complete(self, batch: _List[_Found]) -> _List[CheckpointTuple]:
-        """Read the channel values of a batch of decoded rows, and build their tuples."""
-        shared = [((row[0], row[1], row[2]), row[3], row[7]) for row in batch if row[7] is not None]
-        if shared:
-            self._values.fill(self.serde, shared)
-        out: _List[CheckpointTuple] = []
-        for (
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            checkpoint,
-            metadata,
-            parent_id,
-            writes,
-            _,
-        ) in batch:
-            # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
-            out.append(
-                _new_tuple(
-                    CheckpointTuple,
-                    (
-                        {
-                            "configurable": {
-                                "thread_id": thread_id,
-                                "checkpoint_ns": checkpoint_ns,
-                                "checkpoint_id": checkpoint_id,
-                            }
-                        },
-                        checkpoint,
-                        metadata,
-                        {
-                            "configurable": {
-                                "thread_id": thread_id,
-                                "checkpoint_ns": checkpoint_ns,
-                                "checkpoint_id": parent_id,
-                            }
-                        }
-                        if parent_id
-                        else None,
-                        writes,
-                    ),
-                )
-            )
-        return out
+    def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
+        return R.complete(self.serde, self._values, batch)
 
     # -- thread operations ----------------------------------------------
 
@@ -704,79 +581,3 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         else:
             number = int(current.split(".", 1)[0])
         return f"{number + 1:012}.{random.getrandbits(40):010x}"
-
-    # -- async: thin wrappers over the sync implementation ---------------
-
-    async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        if self._async_inline:
-            return fn(*args, **kwargs)
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
-        return await self._run(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`; results are fetched before the first one is yielded."""
-        rows = await self._run(
-            C.materialize, self.list, config, filter=filter, before=before, limit=limit
-        )
-        for row in rows:
-            yield row
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await self._run(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async :meth:`put_writes`."""
-        await self._run(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        await self._run(self.delete_thread, thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        await self._run(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        await self._run(self.delete_for_runs, run_ids)
-
-    async def aprune(
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> None:
-        """Async :meth:`prune`."""
-        await self._run(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Async :meth:`get_delta_channel_history`."""
-        return await self._run(
-            lambda: self.get_delta_channel_history(config=config, channels=channels)
-        )
