@@ -38,7 +38,9 @@ This module has no LangGraph import; the serializer is passed in.
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgpack
@@ -105,7 +107,7 @@ def encode(
 
 def decode(serde: Any, data: bytes) -> Decoded:
     """The checked contents of stored bytes; :class:`CorruptDataError` if they are not."""
-    try:
+    with _reading(data):
         first = data[0]
         if first in (_SERDE_WHOLE, _SERDE):
             entry = serde.loads_typed(("msgpack", data))
@@ -119,14 +121,21 @@ def decode(serde: Any, data: bytes) -> Decoded:
             parent_id = entry[4]
             checkpoint = serde.loads_typed((entry[0], entry[1]))
             inline = entry[6] if first == _TYPED else None
+    _check_shape(metadata, parent_id, checkpoint, inline)
+    return Decoded(metadata, parent_id, checkpoint, inline)
+
+
+@contextlib.contextmanager
+def _reading(data: bytes) -> Iterator[None]:
+    """Turn any failure to decode stored bytes into :class:`CorruptDataError`."""
+    try:
+        yield
     except SwarmStateError as exc:
         raise CorruptDataError(f"{len(data)} stored bytes: {exc}") from exc
     except Exception as exc:  # any failure to decode stored bytes means they are damaged
         raise CorruptDataError(
             f"{len(data)} stored bytes do not decode ({type(exc).__name__}: {exc})"
         ) from exc
-    _check_shape(metadata, parent_id, checkpoint, inline)
-    return Decoded(metadata, parent_id, checkpoint, inline)
 
 
 def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, inline: Any) -> None:
@@ -150,17 +159,11 @@ def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, inline: Any) ->
 
 def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
     """``(metadata, parent id, run id)`` of stored bytes, leaving the checkpoint undecoded."""
-    try:
+    with _reading(data):
         if data[0] in (_SERDE_WHOLE, _SERDE):
             return _serde_head(serde, data)
         entry = _typed(data)
         return _metadata(serde, entry), entry[4], entry[5]
-    except SwarmStateError as exc:
-        raise CorruptDataError(f"{len(data)} stored bytes: {exc}") from exc
-    except Exception as exc:  # any failure to decode stored bytes means they are damaged
-        raise CorruptDataError(
-            f"{len(data)} stored bytes do not decode ({type(exc).__name__}: {exc})"
-        ) from exc
 
 
 def _serde_head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
