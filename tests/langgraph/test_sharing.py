@@ -340,3 +340,75 @@ def test_a_missing_segment_raises_corrupt_data_naming_the_channel(make_store: Ma
     saver.store.delete(ns, saver.store.keys(ns)[0])
     with pytest.raises(ss.CorruptDataError, match="messages"):
         list(SwarmStateSaver(saver.store).list(cfg("seg")))
+
+
+def _previous_layout_graph(saver: Any) -> Any:
+    """The graph that wrote ``data/previous-layout.sqlite`` (swarmstate 0.1.0's layout)."""
+    from langgraph.types import interrupt
+
+    def agent(state: Chat) -> dict[str, Any]:
+        n = len(state["messages"])
+        content = f"answer {n} " + "lorem ipsum dolor " * 20
+        return {"messages": [AIMessage(content=content, id=f"ai-{n}")]}
+
+    def ask(state: Chat) -> dict[str, Any]:
+        reply = interrupt("continue?")
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"resumed with {reply}", id=f"resume-{n}")]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_file_written_by_the_previous_layout_is_read_and_extended(
+    make_store: MakeStore, tmp_path: Any
+) -> None:
+    import shutil
+    from pathlib import Path
+
+    from langgraph.types import Command
+
+    from swarmstate.backends.disk import DiskStore
+
+    # Written by swarmstate 0.1.0 (one entry per whole checkpoint): three turns,
+    # the last one stopped at an interrupt.
+    source = Path(__file__).parent / "data" / "previous-layout.sqlite"
+    path = tmp_path / "old.db"
+    shutil.copyfile(source, path)
+    path.chmod(0o600)
+    with DiskStore(path) as old:
+        before = [
+            (s.values, s.next)
+            for s in _previous_layout_graph(SwarmStateSaver(old)).get_state_history(cfg("chat"))
+        ]
+        assert before[0][1] == ("ask",)
+        assert len(before[0][0]["messages"]) == 8
+        # On every backend: moved there as stored bytes, then resumed and extended.
+        store = make_store()
+        ss.transfer(old, store)
+    saver = SwarmStateSaver(store)
+    graph = _previous_layout_graph(saver)
+    assert [(s.values, s.next) for s in graph.get_state_history(cfg("chat"))] == before
+    resumed = graph.invoke(Command(resume="after the upgrade"), cfg("chat"), durability="sync")
+    assert resumed["messages"][-1].content == "resumed with after the upgrade"
+    graph.invoke(
+        {"messages": [HumanMessage(content="a new turn", id="u-new")]},
+        cfg("chat"),
+        durability="sync",
+    )
+    graph.invoke(Command(resume="again"), cfg("chat"), durability="sync")
+    fresh = _previous_layout_graph(SwarmStateSaver(saver.store))
+    history = [(s.values, s.next) for s in fresh.get_state_history(cfg("chat"))]
+    assert history[-len(before) :] == before  # the old checkpoints read as they were
+    assert len(history[0][0]["messages"]) == 12
+    assert [m.id for m in history[0][0]["messages"][-4:]] == [
+        "resume-8",
+        "u-new",
+        "ai-10",
+        "resume-11",
+    ]
