@@ -8,6 +8,7 @@ LangGraph checkpointer over any of them.
 from swarmstate._base import BaseStore, Diff, Snapshot
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
+    CorruptDataError,
     DecodeError,
     IncompatibleStoreError,
     InvalidArgumentError,
@@ -28,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BaseStore",
+    "CorruptDataError",
     "DecodeError",
     "Diff",
     "Ext",

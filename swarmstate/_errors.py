@@ -9,6 +9,7 @@ about swarmstate::
     ├── UnsupportedTypeError (TypeError)     value holds a type the codec refuses
     ├── ValueOutOfRangeError (ValueError)    int outside msgpack's 64-bit range
     ├── DecodeError (ValueError)             bytes are not a valid swarmstate value
+    │   └── CorruptDataError                 a stored checkpoint cannot be read back
     ├── InvalidArgumentError (ValueError)    malformed argument (batch entry, limit)
     ├── SnapshotError (ValueError)           snapshot from another store, or evicted
     ├── StoreClosedError (RuntimeError)      the store was closed
@@ -39,6 +40,13 @@ class ValueOutOfRangeError(SwarmStateError, ValueError):
 
 class DecodeError(SwarmStateError, ValueError):
     """Bytes handed to :func:`swarmstate.loads` are not a valid value."""
+
+
+class CorruptDataError(DecodeError):
+    """Stored checkpoint data is damaged, truncated, or not what the saver wrote.
+
+    The message names the thread, checkpoint namespace and checkpoint id.
+    """
 
 
 class InvalidArgumentError(SwarmStateError, ValueError):

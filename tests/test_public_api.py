@@ -8,6 +8,7 @@ import swarmstate as ss
 
 EXPECTED = {
     "BaseStore",
+    "CorruptDataError",
     "DecodeError",
     "Diff",
     "Ext",
