@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import THREADS, cfg, fill_with_graphs
+from cli_graphs import THREADS, cfg, chat_graph, fill_with_graphs
 from cli_support import (
     directory_state,
     leave_log_behind,
@@ -30,6 +30,7 @@ from cli_support import (
 
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
+from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check"]
@@ -267,7 +268,14 @@ def test_check_passes_a_sound_store_and_lists_entries_that_do_not_decode(
     code, out, _ = run(["check", str(path), "--json"], capsys)
     doc = json.loads(out)
     assert code == 0
-    assert doc == {"ok": True, "integrity_check": ["ok"], "entries": 30, "bad_entries": []}
+    assert doc == {
+        "ok": True,
+        "integrity_check": ["ok"],
+        "entries": 30,
+        "bad_entries": [],
+        "threads_checked": 0,
+        "bad_checkpoints": [],
+    }
     with DiskStore(path) as store:
         store.set_many([("ns1", "bad", b"\xc1"), ("zz", "torn", b"\x94\x01")], raw=True)
     code, out, _ = run(["check", str(path), "--json"], capsys)
@@ -284,6 +292,35 @@ def test_check_passes_a_sound_store_and_lists_entries_that_do_not_decode(
     assert code == 1
     assert "'ns1' 'bad'" in out
     assert "PROBLEMS FOUND" in out
+
+
+def test_check_reads_back_every_checkpoint_and_names_a_damaged_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "state.db"
+    with DiskStore(path) as store:
+        saver = SwarmStateSaver(store)
+        chat_graph(saver).invoke({"messages": [("user", "hello")]}, cfg("chat"))
+        latest = saver.get_tuple(cfg("chat"))
+        assert latest is not None
+        checkpoint_id = latest.checkpoint["id"]
+    code, out, _ = run(["check", str(path), "--json"], capsys)
+    doc = json.loads(out)
+    assert (code, doc["threads_checked"], doc["bad_checkpoints"]) == (0, 1, [])
+    with DiskStore(path) as store:
+        # Valid msgpack (so every entry still decodes), but not a checkpoint.
+        store.set_many(
+            [(K.scope("chat", ""), K.checkpoint_key(checkpoint_id), b"\x94\x01\x02\x03\x04")],
+            raw=True,
+        )
+    code, out, _ = run(["check", str(path), "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["bad_entries"] == []
+    assert [(b["thread_id"], b["checkpoint_id"]) for b in doc["bad_checkpoints"]] == [
+        ("chat", checkpoint_id)
+    ]
+    assert checkpoint_id in doc["bad_checkpoints"][0]["error"]
 
 
 # -- inspect ---------------------------------------------------------------------

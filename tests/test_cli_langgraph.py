@@ -22,6 +22,7 @@ import swarmstate as ss
 from swarmstate._cli.source import open_store
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
+from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 
@@ -72,11 +73,8 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
         )
         assert row["last_checkpoint_id"] == ids(found)[0]
         assert row["last_activity"] == found[0].checkpoint["ts"]
-        namespaces = [
-            ns
-            for ns in store.namespaces()
-            if (SwarmStateSaver.parse_namespace(ns) or ("",))[0] == row["thread_id"]
-        ]
+        # Every namespace of the thread: checkpoints, writes, values, list segments.
+        namespaces = store.namespaces(K.thread_prefix(row["thread_id"]))
         assert row["stored_bytes"] == sum(
             len(v) for ns in namespaces for _, v in store.items(ns, raw=True)
         )

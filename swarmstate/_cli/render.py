@@ -186,5 +186,12 @@ def render_check(doc: dict[str, Any], target: str) -> str:
         f"entries decoded: {doc['entries']:,}, bad: {len(doc['bad_entries']):,}",
     ]
     lines += [f"  {b['namespace']!r} {b['key']!r}: {b['error']}" for b in doc["bad_entries"]]
+    if doc["threads_checked"] is not None:
+        bad = doc["bad_checkpoints"]
+        lines.append(
+            f"LangGraph threads read back: {doc['threads_checked']:,}, "
+            f"bad checkpoints: {len(bad):,}"
+        )
+        lines += [f"  {b['error']}" for b in bad]
     lines.append(f"{target}: {'ok' if doc['ok'] else 'PROBLEMS FOUND'}")
     return "\n".join(lines)

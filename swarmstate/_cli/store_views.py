@@ -39,10 +39,13 @@ def inspect_view(store: BaseStore, limit: int) -> dict[str, Any]:
 
 
 def check_view(store: BaseStore) -> dict[str, Any]:
-    """SQLite's integrity check (DiskStore only) and every live entry decoded.
+    """SQLite's integrity check (DiskStore only), every live entry decoded, every checkpoint read.
 
-    ``ok`` is False when the integrity check reports anything or an entry
-    does not decode; ``bad_entries`` names each such entry.
+    ``ok`` is False when the integrity check reports anything, an entry
+    does not decode, or a LangGraph checkpoint cannot be read back (its
+    values and pending writes included); ``bad_entries`` and
+    ``bad_checkpoints`` name each. Checkpoints are checked when the
+    ``langgraph`` extra is installed (``checkpoints_checked`` is null when not).
     """
     integrity = _integrity(store)
     bad: list[dict[str, str]] = []
@@ -54,12 +57,25 @@ def check_view(store: BaseStore) -> dict[str, Any]:
                 loads(data)
             except DecodeError as exc:
                 bad.append({"namespace": namespace, "key": key, "error": str(exc)})
+    threads, bad_checkpoints = _checkpoints(store)
     return {
-        "ok": (integrity is None or integrity == ["ok"]) and not bad,
+        "ok": (integrity is None or integrity == ["ok"]) and not bad and not bad_checkpoints,
         "integrity_check": integrity,
         "entries": entries,
         "bad_entries": bad,
+        "threads_checked": threads,
+        "bad_checkpoints": bad_checkpoints,
     }
+
+
+def _checkpoints(store: BaseStore) -> tuple[int | None, list[dict[str, str]]]:
+    """How many threads the saver read back, and the checkpoints that failed."""
+    try:
+        from swarmstate.integrations.langgraph import SwarmStateSaver
+    except ImportError:  # no langgraph extra: nothing to read checkpoints with
+        return None, []
+    saver = SwarmStateSaver(store)
+    return len(saver.list_threads()), saver.verify()
 
 
 def _integrity(store: BaseStore) -> list[str] | None:

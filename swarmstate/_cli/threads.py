@@ -1,13 +1,13 @@
 """The LangGraph views of a store: threads, a thread's history, one checkpoint, a diff.
 
 Built only on the saver's public reads (``SwarmStateSaver.list``,
-``get_tuple`` and ``parse_namespace``) and the store's ``namespaces``, so
-the views keep working when the saver changes how it lays out its entries.
+``get_tuple``, ``list_threads`` and ``thread_size``), so the views keep
+working when the saver changes how it lays out its entries.
 Each view returns a JSON-ready dict; ``docs/cli.md`` lists its keys.
 
 Sizes are what the saver's serializer makes of a value (``bytes``), except
-a thread's ``stored_bytes``, which adds up the store entries in its
-checkpoint namespaces.
+a thread's ``stored_bytes``: every store entry of the thread as stored
+(checkpoints, pending writes, values and list segments).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import CheckpointTuple
 
-from swarmstate._base import BaseStore
-from swarmstate._cli.source import InputError, raw_entries
+from swarmstate._cli.source import InputError
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 __all__ = [
@@ -28,12 +27,8 @@ __all__ = [
     "diff_view",
     "history_view",
     "show_view",
-    "thread_scopes",
     "threads_view",
 ]
-
-THREAD_NAMESPACES = "langgraph:t"
-"""Prefix of the namespaces that ``parse_namespace`` may map to a thread."""
 
 _TEXT_WIDTH = 80
 _repr = reprlib.Repr()
@@ -41,37 +36,23 @@ _repr.maxstring = _repr.maxother = _TEXT_WIDTH
 _repr.maxlist = _repr.maxdict = _repr.maxtuple = 6
 
 
-def thread_scopes(store: BaseStore) -> dict[str, list[tuple[str, str]]]:
-    """Each thread id with its ``(checkpoint_ns, store namespace)`` pairs, ns sorted.
-
-    The saver should own this read later (a thread list); until then it is
-    the store's namespaces as the saver's ``parse_namespace`` reads them.
-    """
-    found: dict[str, list[tuple[str, str]]] = {}
-    for namespace in store.namespaces(THREAD_NAMESPACES):
-        parsed = SwarmStateSaver.parse_namespace(namespace)
-        if parsed is not None:
-            found.setdefault(parsed[0], []).append((parsed[1], namespace))
-    return {thread: sorted(scopes) for thread, scopes in sorted(found.items())}
-
-
 def threads_view(saver: SwarmStateSaver) -> dict[str, Any]:
     """Every thread: its checkpoints, namespaces, last activity and stored bytes."""
     rows = []
-    for thread_id, scopes in thread_scopes(saver.store).items():
-        count, latest = 0, None
+    for thread_id in saver.list_threads():
+        count, latest, namespaces = 0, None, set()
         for found in saver.list(_config(thread_id)):
             count += 1
             latest = latest or found
-        stored = sum(len(data) for _, ns in scopes for _, data in raw_entries(saver.store, ns))
+            namespaces.add(_ns(found))
         rows.append(
             {
                 "thread_id": thread_id,
                 "checkpoints": count,
-                "namespaces": [checkpoint_ns for checkpoint_ns, _ in scopes],
+                "namespaces": sorted(namespaces),
                 "last_checkpoint_id": None if latest is None else _id(latest),
                 "last_activity": None if latest is None else latest.checkpoint["ts"],
-                "stored_bytes": stored,
+                "stored_bytes": saver.thread_size(thread_id),
             }
         )
     return {"threads": rows}

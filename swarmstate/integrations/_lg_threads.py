@@ -21,10 +21,36 @@ __all__ = [
     "delete_for_runs",
     "delete_thread",
     "keep_newest",
+    "list_threads",
     "run_index_pairs",
+    "thread_size",
 ]
 
 _BATCH = 256
+
+
+def list_threads(store: BaseStore) -> list[str]:
+    """Every thread id with a checkpoint namespace in the store, sorted."""
+    found = set()
+    for namespace in store.namespaces(K.THREADS):
+        scope = K.parse_scope(namespace)
+        if scope is not None:
+            found.add(scope[0])
+    return sorted(found)
+
+
+def thread_size(store: BaseStore, thread_id: str) -> int:
+    """Bytes of every entry of a thread as stored: checkpoints, writes, values, segments."""
+    total = 0
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        start: str | None = None
+        while True:
+            page = store.items(namespace, start=start, limit=_BATCH, raw=True)
+            total += sum(len(value) for _, value in page)
+            if len(page) < _BATCH:
+                break
+            start = page[-1][0] + "\x00"
+    return total
 
 
 def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:

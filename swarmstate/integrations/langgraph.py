@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate._errors import InvalidArgumentError, MissingDependencyError
+from swarmstate._errors import CorruptDataError, InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
@@ -477,6 +477,54 @@ class SwarmStateSaver(AsyncMethods):
         return R.complete(self.serde, self._values, batch)
 
     # -- thread operations ----------------------------------------------
+
+    def list_threads(self) -> _List[str]:
+        """The ids of every thread with checkpoints in the store, sorted."""
+        return T.list_threads(self.store)
+
+    def thread_size(self, thread_id: str) -> int:
+        """Bytes the thread takes in the store: checkpoints, writes, values and list segments.
+
+        What deleting the thread would free (before the store's own overhead).
+        """
+        return T.thread_size(self.store, C.thread_id_of({"thread_id": thread_id}))
+
+    def verify(self, thread_ids: Sequence[str] | None = None) -> _List[dict[str, str]]:
+        """Read back every checkpoint (values and pending writes included); list what fails.
+
+        Returns one ``{"thread_id", "checkpoint_ns", "checkpoint_id", "error"}``
+        per checkpoint that cannot be read (its :class:`~swarmstate.CorruptDataError`
+        message), empty when every one reads. ``thread_ids`` limits the check.
+        """
+        problems: _List[dict[str, str]] = []
+        fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
+        threads = self.list_threads() if thread_ids is None else [*thread_ids]
+        for thread_id in threads:
+            for checkpoint_ns in sorted(n for t, n in self._scopes(K.thread_prefix(thread_id))):
+                namespace = K.scope(thread_id, checkpoint_ns)
+                for checkpoint_id, entry, writes in R.groups(self.store.items, namespace, None, 64):
+                    try:
+                        row = R.decode(
+                            self.serde,
+                            fresh,
+                            thread_id,
+                            checkpoint_ns,
+                            checkpoint_id,
+                            entry,
+                            writes,
+                        )
+                        if row is not None:
+                            R.complete(self.serde, fresh, [row])
+                    except CorruptDataError as exc:
+                        problems.append(
+                            {
+                                "thread_id": thread_id,
+                                "checkpoint_ns": checkpoint_ns,
+                                "checkpoint_id": checkpoint_id,
+                                "error": str(exc),
+                            }
+                        )
+        return problems
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint, value and write of one thread; other threads are untouched."""
