@@ -160,9 +160,72 @@ class SwarmStateSaver(AsyncMethods):
         self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
+        self._owns_store = store is None
 
     def __repr__(self) -> str:
         return f"SwarmStateSaver({self.store!r})"
+
+    # -- lifecycle -------------------------------------------------------
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **options: Any) -> SwarmStateSaver:
+        """A saver over a store it opens from ``conn_string``, and closes with itself.
+
+        ``"postgresql://..."`` (or ``postgres://``, or libpq ``key=value``
+        text) opens a :class:`~swarmstate.backends.postgres.PostgresStore`;
+        ``":memory:"`` an in-memory ``Store``; anything else is a file path
+        for a :class:`~swarmstate.backends.disk.DiskStore`. ``options`` go to
+        the store (``synchronous=``, ``schema=``, ...). Use it in a ``with``
+        block, or call :meth:`close`::
+
+            with SwarmStateSaver.from_conn_string("state.db") as saver:
+                graph = builder.compile(checkpointer=saver)
+
+        A new PostgreSQL schema needs ``saver.setup()`` once, as LangGraph's
+        ``PostgresSaver`` does.
+        """
+        if type(conn_string) is not str or not conn_string:
+            raise InvalidArgumentError(
+                f"conn_string must be a non-empty str (a file path, ':memory:' or a "
+                f"PostgreSQL URL), got {conn_string!r}"
+            )
+        store: BaseStore
+        if conn_string == ":memory:":
+            store = Store(**options)
+        elif conn_string.startswith(("postgresql://", "postgres://")) or "=" in conn_string:
+            from swarmstate.backends.postgres import PostgresStore
+
+            store = PostgresStore(conn_string, **options)
+        else:
+            from swarmstate.backends.disk import DiskStore
+
+            store = DiskStore(conn_string, **options)
+        saver = cls(store)
+        saver._owns_store = True
+        return saver
+
+    def setup(self) -> None:
+        """Create the store's tables if it has any (idempotent), as ``PostgresSaver.setup`` does."""
+        setup = getattr(self.store, "setup", None)
+        if setup is not None:
+            setup()
+
+    def close(self) -> None:
+        """Close the store if this saver opened it (``from_conn_string``, or no store given)."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> SwarmStateSaver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> SwarmStateSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._run(self.close)
 
     @staticmethod
     def parse_namespace(namespace: str) -> tuple[str, str] | None:

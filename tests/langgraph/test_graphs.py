@@ -10,6 +10,7 @@ import multiprocessing
 import operator
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -806,3 +807,58 @@ def test_strict_serializer_returns_json_values_as_plain_data(saver: SwarmStateSa
     revived = permissive.get_tuple(cfg("js"))
     assert revived is not None
     assert type(revived.checkpoint["channel_values"]["steps"]).__name__ == "PromptTemplate"
+
+
+# -- lifecycle --------------------------------------------------------------
+
+
+def test_from_conn_string_opens_the_store_and_the_saver_closes_it(
+    tmp_path: Path, pg_conninfo: str
+) -> None:
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.backends.postgres import PostgresStore
+
+    path = tmp_path / "state.db"
+    with SwarmStateSaver.from_conn_string(str(path), synchronous="FULL") as saver:
+        assert isinstance(saver.store, DiskStore)
+        assert saver.store.synchronous == "FULL"
+        chain_graph(saver).invoke({"steps": []}, cfg("lc"))
+    with pytest.raises(ss.StoreClosedError):
+        saver.store.get("x", "y")
+    again = SwarmStateSaver.from_conn_string(str(path))
+    assert chain_graph(again).get_state(cfg("lc")).values["steps"] == ["a", "b", "c"]
+    again.close()
+    memory = SwarmStateSaver.from_conn_string(":memory:")
+    assert isinstance(memory.store, ss.Store)
+    schema = "lc_" + uuid.uuid4().hex[:12]
+    with SwarmStateSaver.from_conn_string(pg_conninfo, schema=schema) as pg:
+        assert isinstance(pg.store, PostgresStore)
+        pg.setup()
+        chain_graph(pg).invoke({"steps": []}, cfg("lc"))
+        assert pg.get_tuple(cfg("lc")) is not None
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:  # leave the cluster as it was
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    with pytest.raises(ss.InvalidArgumentError, match="conn_string"):
+        SwarmStateSaver.from_conn_string("")
+
+
+def test_a_saver_closes_only_a_store_it_opened(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    store = DiskStore(tmp_path / "mine.db")
+    with SwarmStateSaver(store) as saver:
+        chain_graph(saver).invoke({"steps": []}, cfg("mine"))
+    assert store.get_many([("x", "y")]) == [None]  # still open: the caller owns it
+    store.close()
+
+
+async def test_async_with_closes_the_store_it_opened(tmp_path: Path) -> None:
+    async with SwarmStateSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+        graph = chain_graph(saver)
+        out = await graph.ainvoke({"steps": []}, cfg("aw"))
+        assert out["steps"] == ["a", "b", "c"]
+    with pytest.raises(ss.StoreClosedError):
+        saver.store.get("x", "y")
