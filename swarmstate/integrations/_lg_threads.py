@@ -20,7 +20,6 @@ __all__ = [
     "copy_thread",
     "delete_for_runs",
     "delete_thread",
-    "keep_newest",
     "list_threads",
     "run_index_pairs",
     "thread_size",
@@ -116,36 +115,6 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
             _delete(store, pairs)
             values.forget(thread_id)
             values.collect(serde, thread_id, checkpoint_ns)
-
-
-def keep_newest(store: BaseStore, values: Values, serde: Any, thread_id: str, keep: int) -> None:
-    """Keep the newest ``keep`` checkpoints of each namespace of a thread; drop the rest."""
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
-        scope = K.parse_scope(namespace)
-        if scope is None:
-            continue
-        pairs = _older_than_newest(store, namespace, keep)
-        if pairs:
-            _delete(store, pairs)
-            values.forget(thread_id)
-            values.collect(serde, *scope)
-
-
-def _older_than_newest(store: BaseStore, namespace: str, keep: int) -> list[tuple[str, str]]:
-    """Keys of everything in one namespace older than its ``keep`` newest checkpoints."""
-    kept = 0
-    oldest_kept: str | None = None
-    for key in store.keys(namespace, reverse=True):
-        if K.parse_entry_key(key)[1]:
-            kept += 1
-            if kept == keep:
-                oldest_kept = key
-                break
-    if oldest_kept is None:
-        return []
-    # Everything before the oldest kept checkpoint's key sorts before its group.
-    # Run index entries stay: the run may have kept checkpoints here.
-    return [(namespace, key) for key in store.keys(namespace, stop=oldest_kept[:-1])]
 
 
 def _delete(store: BaseStore, pairs: Iterable[tuple[str, str]]) -> None:

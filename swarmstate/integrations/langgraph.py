@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate._errors import CorruptDataError, InvalidArgumentError, MissingDependencyError
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
@@ -53,7 +53,6 @@ try:
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
-        DeltaChannelHistory,
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -61,10 +60,9 @@ try:
 
     # These need msgpack, from the same extra.
     from swarmstate.integrations import _lg_entry as E
-    from swarmstate.integrations import _lg_history as H
     from swarmstate.integrations import _lg_rows as R
-    from swarmstate.integrations import _lg_threads as T
-    from swarmstate.integrations._lg_async import AsyncMethods
+    from swarmstate.integrations._lg_operations import ThreadMethods
+    from swarmstate.integrations._lg_retention import Retainer, Retention, RetentionReport
     from swarmstate.integrations._lg_values import Head, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -72,7 +70,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'pip install "swarmstate[langgraph]"'
     ) from exc
 
-__all__ = ["SwarmStateSaver", "strict_serializer"]
+__all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer"]
 
 _T = TypeVar("_T")
 _PAGE_MAX = 256
@@ -109,7 +107,7 @@ def strict_serializer() -> JsonPlusSerializer:
     return _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
-class SwarmStateSaver(AsyncMethods):
+class SwarmStateSaver(ThreadMethods):
     """A LangGraph checkpointer that keeps every thread in a swarmstate store.
 
     Args:
@@ -125,6 +123,8 @@ class SwarmStateSaver(AsyncMethods):
             ``put`` compare a list with its parent's bytes instead of
             reading them back. 0 turns it off; nothing is ever wrong
             because of it, only slower without.
+        retention: A :class:`Retention` policy to apply as graphs write
+            (amortized: once per ``retention.every`` puts); see :meth:`retain`.
 
     Thread-safe: the runtime calls ``put``/``put_writes`` from worker threads
     while reading on the caller's thread; every write is one atomic store
@@ -139,11 +139,16 @@ class SwarmStateSaver(AsyncMethods):
         *,
         serde: SerializerProtocol | None = None,
         cache_bytes: int = _CACHE_BYTES,
+        retention: Retention | None = None,
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
             raise InvalidArgumentError(
                 f"store must be a swarmstate store (Store, DiskStore, PostgresStore), "
                 f"got {type(store).__name__}"
+            )
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidArgumentError(
+                f"retention must be a swarmstate Retention, got {type(retention).__name__}"
             )
         if type(cache_bytes) is not int or cache_bytes < 0:
             raise InvalidArgumentError(
@@ -154,6 +159,8 @@ class SwarmStateSaver(AsyncMethods):
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
         self._values = Values(self.store, cache_bytes)
+        self._retainer = Retainer(self.store, self._values)
+        self.retention = retention
         # Store names derived from ids (pure functions of them, so never stale),
         # kept for the threads and runs in use: building them is a measurable
         # part of a put. Cleared when large.
@@ -320,6 +327,8 @@ class SwarmStateSaver(AsyncMethods):
         self._values.remember(
             thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
         )
+        if self.retention is not None:
+            self._retainer.wrote(serde, self.retention, thread_id)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -506,15 +515,6 @@ class SwarmStateSaver(AsyncMethods):
             batch = []
         yield from self._complete(batch)
 
-    def _scopes(self, prefix: str) -> _List[tuple[str, str]]:
-        """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""
-        found = []
-        for namespace in self.store.namespaces(prefix):
-            parsed = K.parse_scope(namespace)
-            if parsed is not None:
-                found.append(parsed)
-        return found
-
     def _tagged(
         self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
     ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
@@ -538,146 +538,6 @@ class SwarmStateSaver(AsyncMethods):
 
     def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
         return R.complete(self.serde, self._values, batch)
-
-    # -- thread operations ----------------------------------------------
-
-    def list_threads(self) -> _List[str]:
-        """The ids of every thread with checkpoints in the store, sorted."""
-        return T.list_threads(self.store)
-
-    def thread_size(self, thread_id: str) -> int:
-        """Bytes the thread takes in the store: checkpoints, writes, values and list segments.
-
-        What deleting the thread would free (before the store's own overhead).
-        """
-        return T.thread_size(self.store, C.thread_id_of({"thread_id": thread_id}))
-
-    def verify(self, thread_ids: Sequence[str] | None = None) -> _List[dict[str, str]]:
-        """Read back every checkpoint (values and pending writes included); list what fails.
-
-        Returns one ``{"thread_id", "checkpoint_ns", "checkpoint_id", "error"}``
-        per checkpoint that cannot be read (its :class:`~swarmstate.CorruptDataError`
-        message), empty when every one reads. ``thread_ids`` limits the check.
-        """
-        problems: _List[dict[str, str]] = []
-        fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
-        threads = self.list_threads() if thread_ids is None else [*thread_ids]
-        for thread_id in threads:
-            for checkpoint_ns in sorted(n for t, n in self._scopes(K.thread_prefix(thread_id))):
-                namespace = K.scope(thread_id, checkpoint_ns)
-                for checkpoint_id, entry, writes in R.groups(self.store.items, namespace, None, 64):
-                    try:
-                        row = R.decode(
-                            self.serde,
-                            fresh,
-                            thread_id,
-                            checkpoint_ns,
-                            checkpoint_id,
-                            entry,
-                            writes,
-                        )
-                        if row is not None:
-                            R.complete(self.serde, fresh, [row])
-                    except CorruptDataError as exc:
-                        problems.append(
-                            {
-                                "thread_id": thread_id,
-                                "checkpoint_ns": checkpoint_ns,
-                                "checkpoint_id": checkpoint_id,
-                                "error": str(exc),
-                            }
-                        )
-        return problems
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Remove every checkpoint, value and write of one thread; other threads are untouched."""
-        T.delete_thread(self.store, self._values, C.thread_id_of({"thread_id": thread_id}))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint, value and write of one thread to another thread id.
-
-        The whole parent chain is copied, so delta channels stay rebuildable,
-        and the copy shares nothing with the source: deleting one leaves the
-        other whole. Entries already in the target under the same keys are
-        replaced.
-        """
-        T.copy_thread(
-            self.store,
-            C.thread_id_of({"thread_id": source_thread_id}),
-            C.thread_id_of({"thread_id": target_thread_id}),
-        )
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints written by the given runs, with their pending writes.
-
-        A run index (from ``metadata["run_id"]``: one entry per run and thread
-        namespace it wrote to) says where to look, so the cost follows the
-        threads the runs wrote to, not the size of the store. Copies made by
-        :meth:`copy_thread` carry the run id and are removed too. Values and
-        list segments that no remaining checkpoint references go with them.
-        The index entries stay (a run still writing may add checkpoints
-        there); they go with their thread.
-        """
-        for run_id in run_ids:
-            if type(run_id) is not str:
-                raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
-        T.delete_for_runs(self.store, self._values, self.serde, set(run_ids))
-
-    def prune(
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> None:
-        """Drop old checkpoints of the given threads, and the values only they referenced.
-
-        Args:
-            thread_ids: Threads to prune; unknown ids are ignored.
-            strategy: ``"keep_latest"`` keeps the newest checkpoint of each
-                namespace with its pending writes; ``"delete"`` removes the
-                threads entirely.
-            keep_last: swarmstate extension: keep the newest ``keep_last``
-                checkpoints of each namespace instead of one.
-
-        Not aware of LangGraph's beta ``DeltaChannel``: do not prune threads
-        of graphs that use it (see docs/langgraph.md).
-        """
-        if strategy not in ("keep_latest", "delete"):
-            raise InvalidArgumentError(
-                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
-            )
-        if keep_last is not None:
-            if type(keep_last) is not int or keep_last < 1:
-                raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
-            if strategy != "keep_latest":
-                raise InvalidArgumentError("keep_last applies to strategy='keep_latest' only")
-        threads = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
-        for thread_id in threads:
-            if strategy == "delete":
-                T.delete_thread(self.store, self._values, thread_id)
-            else:
-                T.keep_newest(self.store, self._values, self.serde, thread_id, keep_last or 1)
-
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Per channel: the writes since its nearest stored value up the parent chain, and it.
-
-        A direct read of the chain: a page of the thread's checkpoints and
-        writes at a time, and the candidate values of each page in one
-        batch, instead of one ``get_tuple`` per ancestor.
-        """
-        conf, thread_id, checkpoint_ns = C.scope_of(config)
-        return H.delta_history(
-            self.store,
-            self._values,
-            self.serde,
-            thread_id,
-            checkpoint_ns,
-            conf.get("checkpoint_id") or None,
-            [*channels],
-        )
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.
