@@ -23,10 +23,14 @@ class Config:
     iters: int
     seed: int
     quick: bool
-    rounds: int = 30
+    # Many short rounds: the contenders of a claim are timed close together,
+    # and a claim's median moves little from run to run compared with its spread.
+    rounds: int = 100
     warmup: int = 50
     # The least calls of each op in one round, so a round's p50 means something.
     per_round: int = 8
+    # Throughput rows time whole batches: fewer, longer rounds.
+    throughput_rounds: int = 30
     snapshot_sizes: list[int] = field(default_factory=lambda: [100, 1_000, 10_000, 50_000, 100_000])
     deepcopy_size: int = 50_000
     # (few, many) namespaces of 10 keys, and (few, many) keys in one namespace
@@ -50,12 +54,10 @@ class Config:
     @classmethod
     def make(cls, iters: int | None, seed: int, quick: bool, pg_dsn: str | None) -> Config:
         """The full run's sizes, or the quick run's (``iters`` defaults per mode)."""
-        default_iters = 400 if quick else 5_000
+        default_iters = 480 if quick else 5_000
         cfg = cls(iters=iters or default_iters, seed=seed, quick=quick, pg_dsn=pg_dsn)
         if quick:
-            # Many short rounds: a claim's median then moves little from run
-            # to run compared with its spread.
-            cfg.rounds, cfg.warmup = 40, 10
+            cfg.rounds, cfg.warmup, cfg.per_round, cfg.throughput_rounds = 120, 10, 4, 40
             cfg.snapshot_sizes = [100, 1_000, 10_000]
             cfg.deepcopy_size = 10_000
             cfg.diff_namespaces, cfg.diff_keys = (200, 2_000), (1_000, 10_000)

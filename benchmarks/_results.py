@@ -48,6 +48,14 @@ def spread(ratios: Sequence[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), q1, q3
 
 
+def _judge(entry: dict[str, Any], ratios: list[float]) -> None:
+    """Set a claim's ratio, spread and verdict from its per-round ratios."""
+    ratio, q1, q3 = spread(ratios)
+    holds = q3 <= entry["bound"] if entry["op"] == "<=" else q1 >= entry["bound"]
+    entry.update(ratio=round(ratio, 4), q1=round(q1, 4), q3=round(q3, 4), rounds=len(ratios))
+    entry.update(holds=bool(holds), verdict="holds" if holds else "missed")
+
+
 class Results:
     """Rows keyed by a stable id, and the claims computed from them."""
 
@@ -119,10 +127,7 @@ class Results:
         if isinstance(got, str):
             entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured", note=got)
             return entry
-        ratio, q1, q3 = spread(got)
-        holds = q3 <= bound if op == "<=" else q1 >= bound
-        entry.update(ratio=round(ratio, 4), q1=round(q1, 4), q3=round(q3, 4), rounds=len(got))
-        entry.update(holds=bool(holds), verdict="holds" if holds else "missed")
+        _judge(entry, got)
         floor_ratios = self._floor(floor, denominator)
         if floor_ratios is None:
             return entry
@@ -181,13 +186,11 @@ class Results:
             "restates": peer["id"],
         }
         peer["restated_as"] = entry["id"]
-        if not against:
-            entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured")
+        if against:
+            _judge(entry, against)
         else:
-            ratio, q1, q3 = spread(against)
-            holds = q3 <= FLOOR_MARGIN
-            entry.update(ratio=round(ratio, 4), q1=round(q1, 4), q3=round(q3, 4))
-            entry.update(rounds=len(against), holds=holds, verdict="holds" if holds else "missed")
+            entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured")
+            entry["note"] = f"the floor row {floor} was not measured in the same rounds"
         self.claims.append(entry)
 
     def limit(

@@ -33,7 +33,9 @@ def _snapshots(cfg: Config, res: Results) -> None:
         Op(f"deep.{n}", lambda i, d=d: copy.deepcopy(d), calls=few, warmup=1)
         for n, d in dicts.items()
     ]
-    samples = interleave_rounds(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     for n in cfg.snapshot_sizes:
         for kind, subject in (("snap", "Store.snapshot()"), ("deep", "copy.deepcopy(dict)")):
             name = "Store" if kind == "snap" else "deepcopy"
@@ -89,7 +91,9 @@ def _diffs(cfg: Config, res: Results) -> None:
                 lambda i, s=store, t=targets, v=values: s.set(*t[i % 1_000], v[i % 1_000]),
             ),
         ]
-    samples = interleave_rounds(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     for label, namespaces, per_ns in layouts:
         meta = {"section": "core", "param": label, "namespaces": namespaces, "keys_per_ns": per_ns}
         meta["batch"] = "core.diff"
@@ -167,7 +171,7 @@ def _throughput(cfg: Config, res: Results) -> None:
 
     got = throughput(
         {"store": store_run, "dict": dict_run, "set_many": many_run, "set": single_run},
-        rounds=cfg.rounds,
+        rounds=cfg.throughput_rounds,
     )
     meta = {"section": "core", "param": len(items), "batch": "core.throughput"}
     res.add(
@@ -239,7 +243,7 @@ def _threads(cfg: Config, res: Results) -> None:
 
         return run
 
-    got = throughput({str(t): make(t) for t in cfg.thread_counts}, rounds=cfg.rounds)
+    got = throughput({str(t): make(t) for t in cfg.thread_counts}, rounds=cfg.throughput_rounds)
     for t in cfg.thread_counts:
         res.add(
             f"core.threads.{t}",

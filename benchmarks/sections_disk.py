@@ -43,7 +43,9 @@ def _snapshot_restore_diff(cfg: Config, res: Results, workdir: Path) -> None:
         _fill(store, entries)
         stores[n], entries_of[n] = store, entries
     ops = [Op(str(n), lambda i, s=s: s.snapshot()) for n, s in stores.items()]
-    samples = interleave_rounds(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     for n in cfg.disk_sizes:
         res.add(
             f"disk.snapshot.{n}",
@@ -74,7 +76,9 @@ def _snapshot_restore_diff(cfg: Config, res: Results, workdir: Path) -> None:
                     setup=lambda i, s=store, b=batches: s.set_many(b[i % 8]),
                 )
             )
-    samples = interleave_rounds(diff_ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    samples = interleave_rounds(
+        diff_ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     calls = cfg.few_calls(cfg.iters // 10)
     restored = interleave_rounds(restore_ops, calls=calls, rounds=cfg.rounds, warmup=5)
     for n in cfg.disk_sizes:

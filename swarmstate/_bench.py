@@ -8,8 +8,7 @@ same way to a store and to its peer:
   warm-up calls are run first and thrown away, and the contenders of one
   comparison run in interleaved rounds (order flipped each round), so a
   burst of machine noise lands on all of them instead of one; garbage is
-  collected between batches of calls and never inside one, as ``timeit``
-  does;
+  collected between rounds and never inside one, as ``timeit`` does;
 * throughput: whole batches are timed, again in interleaved rounds, and the
   median round is reported (the best round is kept too);
 * nothing is an absolute pass/fail: limits are ratios between rows measured
@@ -110,16 +109,16 @@ def interleave_rounds(
               for op in ops}  # fmt: skip
     enabled = gc.isenabled()
     # Everything built so far (stores, threads, recorded data) is left out
-    # of the collections below, so each costs the garbage of one batch.
+    # of the collections below, so each costs the garbage of one round.
     gc.collect()
     gc.freeze()
     try:
         for r in range(rounds):
             order = list(ops) if r % 2 == 0 else list(reversed(ops))
+            # As timeit does: collect between rounds, never inside one.
+            gc.collect()
+            gc.disable()
             for op in order:
-                # As timeit does: collect between batches, never inside one.
-                gc.collect()
-                gc.disable()
                 out: list[int] = []
                 call, setup = op.call, op.setup
                 i = index[op.name]
@@ -132,8 +131,8 @@ def interleave_rounds(
                     out.append(clock() - t0)
                 samples[op.name].append(out)
                 index[op.name] = i + n
-                if enabled:
-                    gc.enable()
+            if enabled:
+                gc.enable()
     finally:
         gc.unfreeze()
         if enabled:
