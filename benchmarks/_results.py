@@ -10,6 +10,8 @@ figure is divided by the denominator's; the claim's ratio is the median of
 those per-round ratios and its spread their interquartile range. A claim
 holds only if the whole middle half of its rounds is within the limit: the
 upper quartile for ``<=`` limits, the lower quartile for ``>=`` limits.
+Two rows timed apart (no common batch) give a "not paired" claim: their
+ratio is shown, and it neither holds nor misses.
 
 A claim may name a floor: a row timing the least any implementation does
 for the same call (LangGraph's serializer with no store, a bare apsw
@@ -126,6 +128,11 @@ class Results:
         got = self.per_round(numerator, denominator) if reason is None else reason
         if isinstance(got, str):
             entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured", note=got)
+            single = self._single_ratio(numerator, denominator) if reason is None else None
+            if single is not None:
+                # Both rows exist but were timed apart: show their ratio, judge nothing.
+                entry.update(ratio=round(single, 4), verdict="not paired")
+                entry["note"] = got + "; give both rows one batch and per-round figures"
             return entry
         _judge(entry, got)
         floor_ratios = self._floor(floor, denominator)
@@ -139,6 +146,17 @@ class Results:
             entry.update(holds=False, verdict="below floor")
             self._restate(entry, got, floor, floor_ratios)
         return entry
+
+    def _single_ratio(self, numerator: str, denominator: str) -> float | None:
+        """p50 (or median ops/s) of one row over the other's, when both rows exist."""
+        num, den = self.rows.get(numerator), self.rows.get(denominator)
+        if num is None or den is None:
+            return None
+        key = "p50" if "p50" in num else "median"
+        a, b = num.get(key), den.get(key)
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or not b:
+            return None
+        return float(a) / float(b)
 
     def _floor(self, floor: str | tuple[str, str] | None, denominator: str) -> list[float] | None:
         if floor is None:

@@ -26,7 +26,9 @@ CLAIM_NOTE = (
     "where measured, the least any implementation does for that call (LangGraph's "
     "serializer alone, or the same write done bare), as the same ratio. A per-call "
     "limit below its floor is out of reach for every store: it reads *below floor*, "
-    f"and the line after it (↳) restates it as within {FLOOR_MARGIN:g}x of the floor."
+    f"and the line after it (↳) restates it as within {FLOOR_MARGIN:g}x of the floor. "
+    "A claim whose two rows were timed apart reads *not paired*: its ratio is shown, "
+    "and it neither holds nor misses."
 )
 
 
@@ -78,6 +80,8 @@ def verdict(claim: dict[str, Any], after: bool = True) -> str:
         if not claim.get("restated_as"):
             return "below floor"
         return "below floor: restated ↓" if after else "below floor: restated ↑ (same floor)"
+    if claim.get("verdict") == "not paired":
+        return "not paired: rows timed apart"
     if claim.get("verdict") == "not measured" or claim.get("ratio") is None:
         return f"not measured: {claim.get('note', 'no rows')}"
     return "holds" if claim.get("holds") else "**missed**"

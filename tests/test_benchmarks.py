@@ -151,9 +151,13 @@ def test_rows_of_different_rounds_are_not_paired() -> None:
     res.add("peer", _latency([2.0, 2.0, 2.0], batch="b"))
     claim = res.claim("x.a", "ours / peer", "ours", "peer", 1.0)
     assert claim["holds"] is None
+    assert claim["verdict"] == "not paired"
     assert "same rounds" in claim["note"]
+    assert claim["ratio"] == 0.5
+    assert claim["q1"] is None
     missing = res.claim("x.b", "ours / gone", "ours", "gone", 1.0)
     assert missing["verdict"] == "not measured"
+    assert missing["ratio"] is None
 
 
 def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() -> None:
@@ -268,6 +272,25 @@ def test_every_claim_in_the_results_file_names_rows_that_exist() -> None:
         for row in claim["denominator"].split(" / "):
             assert row in doc["rows"]
         assert claim["q1"] <= claim["ratio"] <= claim["q3"]
+
+
+def test_swarmstate_benchmark_saver_rows_replay_the_recorded_conversation(tmp_path: Path) -> None:
+    from swarmstate._bench import saver_rows
+
+    rows, skipped = saver_rows(tmp_path, calls=8, lengths=[5, 50], rounds=2)
+    assert skipped == {}
+    assert set(rows) == {
+        "memory/SwarmStateSaver(Store)",
+        "memory/InMemorySaver",
+        "durable/SwarmStateSaver(DiskStore NORMAL)",
+        "durable/SqliteSaver NORMAL",
+    }
+    for row in rows.values():
+        assert set(row) == {"latest_5", "latest_50", "list10", "put", "put_writes"}
+        assert all(
+            figures["p50"] > 0 and len(figures["rounds_p50"]) == 2 for figures in row.values()
+        )
+        assert row["put"]["n"] == row["put_writes"]["n"] == row["latest_50"]["n"] == 8
 
 
 def _tree(*paths: Path) -> dict[str, tuple[int, int]]:
