@@ -48,7 +48,7 @@ SECTIONS: dict[str, str] = {
     "disk": "sections_disk:section_disk",
     "saver": "sections_saver:section_saver",
     "postgres": "sections_postgres:section_postgres",
-    # "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
+    "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2

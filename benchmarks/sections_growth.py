@@ -443,7 +443,13 @@ def _reads(
             history_ns[i].append(time.perf_counter_ns() - start)
             assert len(history) == HISTORY_LIMIT
     return [
-        {"get_state": _percentiles(state_ns[i]), "history20": _percentiles(history_ns[i])}
+        {
+            "get_state": {**_percentiles(state_ns[i]), "rounds_p50": [t / 1e3 for t in state_ns[i]]},
+            "history20": {
+                **_percentiles(history_ns[i]),
+                "rounds_p50": [t / 1e3 for t in history_ns[i]],
+            },
+        }
         for i in range(len(savers))
     ]
 
@@ -486,9 +492,164 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def section_growth(cfg: Any, res: Any, tmp: Path) -> None:
-    """The growth section of ``benchmarks/run.py`` (rows and claims: see the module docstring)."""
-    raise NotImplementedError  # wired in when the harness refactor lands
+# -- rows and claims for benchmarks/run.py -----------------------------------------
+
+OURS_MEMORY = "SwarmStateSaver(Store)"
+OURS_NORMAL = "SwarmStateSaver(DiskStore NORMAL)"
+OURS_FULL = "SwarmStateSaver(DiskStore FULL)"
+OURS_PG = "SwarmStateSaver(PostgresStore)"
+PEERS = {
+    OURS_MEMORY: "InMemorySaver",
+    OURS_NORMAL: "SqliteSaver NORMAL",
+    OURS_FULL: "SqliteSaver shipped",
+    OURS_PG: "PostgresSaver",
+}
+BYTES_BOUNDS = {OURS_NORMAL: ("SqliteSaver shipped", 0.02), OURS_PG: ("PostgresSaver", 0.03)}
+BYTES_BOUNDS_MEMORY = ("InMemorySaver", 0.05)
+PUT_BOUNDS = {OURS_NORMAL: 0.8, OURS_FULL: 0.7, OURS_PG: 0.3}
+
+
+def section_growth(cfg: Any, res: Any, workdir: Path) -> None:
+    """Rows ``growth.<graph>.<what>.<saver>`` and the claims on them (module docstring)."""
+    turns = 30 if cfg.quick else 200
+    growth = GrowthConfig(
+        turns=turns,
+        seed=cfg.seed,
+        reads=9 if cfg.quick else 15,
+        marks=tuple(m for m in (10, 25, 50, 100, 150, 200) if m < turns) + (turns,),
+        pg_dsn=cfg.pg_dsn,
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = run_growth(growth, workdir, log=lambda m: print(m, flush=True))
+    tail = max(1, turns // 10)
+    for graph, by_saver in results.items():
+        for saver, fig in by_saver.items():
+            base = {"section": "growth", "subject": saver, "param": turns, "graph": graph}
+            res.add(
+                f"growth.{graph}.bytes.{saver}",
+                {"unit": "bytes", "p50": fig["bytes"], "rounds_p50": [fig["bytes"]]},
+                group="bytes",
+                batch="growth.bytes",
+                bytes_at={str(k): v for k, v in fig["bytes_at"].items()},
+                **base,
+            )
+            for what, per_turn in (("put", fig["put_by_turn"]), ("invoke", fig["invoke_by_turn"])):
+                stats = dict(fig[what])
+                stats["rounds_p50"] = [round(v, 2) for v in per_turn[-tail:]]
+                stats["by_turn"] = [round(v, 2) for v in per_turn]
+                res.add(
+                    f"growth.{graph}.{what}.{saver}",
+                    {"unit": "us", **stats},
+                    group=what,
+                    batch=f"growth.{graph}.{what}",
+                    **base,
+                )
+            for what in ("get_state", "history20"):
+                res.add(
+                    f"growth.{graph}.{what}.{saver}",
+                    {"unit": "us", **fig[what]},
+                    group=what,
+                    batch=f"growth.{graph}.reads",
+                    **base,
+                )
+    _growth_claims(res, turns, pg=cfg.pg_dsn is not None)
+
+
+def _growth_claims(res: Any, turns: int, pg: bool) -> None:
+    size = f"{turns} turns"
+    no_pg = None if pg else "needs --pg-dsn"
+
+    def claim(cid: str, label: str, num: str, den: str, bound: float, server: bool) -> None:
+        res.claim(
+            f"growth.{cid}",
+            label,
+            num,
+            den,
+            bound,
+            section="growth",
+            per_call=False,
+            reason=no_pg if server else None,
+        )
+
+    for ours, (peer, bound) in BYTES_BOUNDS.items():
+        claim(
+            f"bytes.{ours}",
+            f"bytes stored after {size}, {ours} / {peer}",
+            f"growth.plain.bytes.{ours}",
+            f"growth.plain.bytes.{peer}",
+            bound,
+            ours == OURS_PG,
+        )
+    peer, bound = BYTES_BOUNDS_MEMORY
+    claim(
+        f"bytes.{OURS_MEMORY}",
+        f"bytes stored after {size}, {OURS_MEMORY} / {peer}",
+        f"growth.plain.bytes.{OURS_MEMORY}",
+        f"growth.plain.bytes.{peer}",
+        bound,
+        False,
+    )
+    claim(
+        "bytes.delta_peer",
+        f"bytes stored after {size}, {OURS_NORMAL} / SqliteSaver NORMAL running the "
+        "DeltaChannel version of the graph",
+        f"growth.plain.bytes.{OURS_NORMAL}",
+        "growth.delta.bytes.SqliteSaver NORMAL",
+        1.0,
+        False,
+    )
+    for ours, peer in PEERS.items():
+        server = ours == OURS_PG
+        if ours in PUT_BOUNDS:
+            claim(
+                f"put.{ours}",
+                f"put p50, last 10% of {size}, {ours} / {peer}",
+                f"growth.plain.put.{ours}",
+                f"growth.plain.put.{peer}",
+                PUT_BOUNDS[ours],
+                server,
+            )
+            claim(
+                f"invoke.{ours}",
+                f"invoke p50, last 10% of {size}, {ours} / {peer}",
+                f"growth.plain.invoke.{ours}",
+                f"growth.plain.invoke.{peer}",
+                0.9,
+                server,
+            )
+        claim(
+            f"get_state.{ours}",
+            f"get_state p50 after {size}, {ours} / {peer}",
+            f"growth.plain.get_state.{ours}",
+            f"growth.plain.get_state.{peer}",
+            1.05,
+            server,
+        )
+        claim(
+            f"history20.{ours}",
+            f"get_state_history(limit=20) p50 after {size}, {ours} / {peer}",
+            f"growth.plain.history20.{ours}",
+            f"growth.plain.history20.{peer}",
+            1.0,
+            server,
+        )
+    claim(
+        "delta.put",
+        f"DeltaChannel graph: put p50, last 10% of {size}, {OURS_NORMAL} / SqliteSaver NORMAL",
+        f"growth.delta.put.{OURS_NORMAL}",
+        "growth.delta.put.SqliteSaver NORMAL",
+        1.0,
+        False,
+    )
+    claim(
+        "delta.history20",
+        f"DeltaChannel graph: get_state_history(limit=20) p50 after {size}, "
+        f"{OURS_PG} / PostgresSaver",
+        f"growth.delta.history20.{OURS_PG}",
+        "growth.delta.history20.PostgresSaver",
+        0.8,
+        True,
+    )
 
 
 if __name__ == "__main__":

@@ -90,10 +90,13 @@ def delta_history(
         if not latest:
             return {channel: {"writes": []} for channel in channels}
         checkpoint_id = K.parse_entry_key(latest[0])[0]
-    chain = _Chain(store, namespace, K.ordered(checkpoint_id))
+    # The first page reaches up to the target's own group (its key and writes).
+    chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
     target = chain.get(checkpoint_id)
     collected: dict[str, list[list[Any]]] = {channel: [] for channel in channels}
-    seeds: dict[str, Any] = {}
+    legacy_seeds: dict[str, Any] = {}
+    wanted: dict[Pair, tuple[Context, list[Any]]] = {}
+    seed_pair: dict[str, Pair] = {}
     remaining = set(channels)
     seen = {checkpoint_id}
     cursor = (
@@ -103,53 +106,33 @@ def delta_history(
     )
     values_ns = K.values(thread_id, checkpoint_ns)
     while cursor is not None and remaining and cursor not in seen:
-        # A run of ancestors already read: their candidate values in one batch.
-        run: list[tuple[str, E.Decoded, list[Any]]] = []
-        while cursor is not None and cursor not in seen:
-            group = chain.get(cursor) if not run else chain.groups.get(cursor)
-            if group is None:
-                break
-            seen.add(cursor)
-            decoded = _decode(serde, thread_id, checkpoint_ns, cursor, group[0])
-            run.append((cursor, decoded, group[1]))
-            cursor = decoded.parent_id
-        if not run:
+        group = chain.get(cursor)
+        if group is None:
             break
-        wanted: dict[Pair, tuple[Context, list[Any] | None]] = {}
-        for ancestor_id, decoded, _ in run:
+        seen.add(cursor)
+        decoded = _decode(serde, thread_id, checkpoint_ns, cursor, group[0])
+        try:
+            pending = R.pending_writes(serde, group[1], remaining) if group[1] else []
+        except CorruptDataError as exc:
+            raise R.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
+        for write in reversed(pending):
+            collected[write[1]].append(list(write))
+        # A channel ends at the first ancestor holding a value for it (after its writes).
+        for channel in sorted(remaining):
             if decoded.inline is None:
+                if channel in decoded.checkpoint["channel_values"]:
+                    legacy_seeds[channel] = decoded.checkpoint["channel_values"][channel]
+                    remaining.discard(channel)
                 continue
-            versions = decoded.checkpoint["channel_versions"]
-            for channel in remaining:
-                key = K.value_key(channel, versions.get(channel))
-                if key is not None:
-                    wanted.setdefault(
-                        (values_ns, key),
-                        ((thread_id, checkpoint_ns, ancestor_id), decoded.inline.get(channel)),
-                    )
-        stored = values.read(serde, wanted) if wanted else {}
-        for ancestor_id, decoded, writes in run:
-            if not remaining:
-                break
-            try:
-                pending = R.pending_writes(serde, writes) if writes else []
-            except CorruptDataError as exc:
-                raise R.corrupt(thread_id, checkpoint_ns, ancestor_id, exc) from exc
-            for write in reversed(pending):
-                if write[1] in remaining:
-                    collected[write[1]].append(list(write))
-            ended = []
-            for channel in remaining:
-                if decoded.inline is None:
-                    if channel in decoded.checkpoint["channel_values"]:
-                        seeds[channel] = decoded.checkpoint["channel_values"][channel]
-                        ended.append(channel)
-                    continue
-                key = K.value_key(channel, decoded.checkpoint["channel_versions"].get(channel))
-                if key is not None and (values_ns, key) in stored:
-                    seeds[channel] = stored[(values_ns, key)]
-                    ended.append(channel)
-            remaining.difference_update(ended)
+            form = decoded.inline.get(channel)
+            key = K.value_key(channel, decoded.checkpoint["channel_versions"].get(channel))
+            if form is not None and key is not None:
+                seed_pair[channel] = (values_ns, key)
+                wanted.setdefault((values_ns, key), ((thread_id, checkpoint_ns, cursor), form))
+                remaining.discard(channel)
+        cursor = decoded.parent_id
+    stored = values.read(serde, wanted) if wanted else {}
+    seeds = {**legacy_seeds, **{ch: stored[p] for ch, p in seed_pair.items() if p in stored}}
     result: dict[str, Any] = {}
     for channel in channels:
         entry: dict[str, Any] = {"writes": [tuple(w) for w in reversed(collected[channel])]}

@@ -35,7 +35,7 @@ from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_rows as R
 from swarmstate.integrations import _lg_threads as T
-from swarmstate.integrations._lg_values import LIST, Values
+from swarmstate.integrations._lg_values import APART, LIST, Values
 
 __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
@@ -238,7 +238,7 @@ class Retainer:
             for key, value in self.values.scan(ns)
         }
         rows = self._rows(serde, thread_id, checkpoint_ns)
-        kept = _needed(rows, keep, {key for ns, key in stored if ns == values_ns})
+        kept = _needed(rows, keep)
         doomed = [row for row in rows if row.key not in kept]
         if not doomed:
             return report
@@ -324,7 +324,7 @@ class Retainer:
         return after
 
 
-def _needed(rows: list[_Row], keep: int, value_keys: set[str]) -> set[str]:
+def _needed(rows: list[_Row], keep: int) -> set[str]:
     """Keys of the checkpoints to keep: the newest ``keep`` and their delta ancestors."""
     kept = {row.key for row in rows[:keep]}
     by_id = {K.parse_entry_key(row.key)[0]: row for row in rows}
@@ -338,20 +338,17 @@ def _needed(rows: list[_Row], keep: int, value_keys: set[str]) -> set[str]:
             while current is not None and current.key not in seen:
                 seen.add(current.key)
                 kept.add(current.key)
-                if _stores(current, channel, value_keys):
+                if _stores(current, channel):
                     break
                 current = by_id.get(current.parent_id) if current.parent_id else None
     return kept
 
 
-def _stores(row: _Row, channel: str, value_keys: set[str]) -> bool:
+def _stores(row: _Row, channel: str) -> bool:
     """Whether a checkpoint holds a stored value of ``channel`` at its version."""
     if row.inline is None:
         return True  # an entry of the earlier layout holds every value itself
-    if channel in row.inline:
-        return True
-    key = K.value_key(channel, row.versions.get(channel))
-    return key is not None and key in value_keys
+    return channel in row.inline
 
 
 def _references(row: _Row, values_ns: str, segments_ns: str) -> Iterable[tuple[str, str]]:
@@ -359,6 +356,8 @@ def _references(row: _Row, values_ns: str, segments_ns: str) -> Iterable[tuple[s
     for channel, version in row.versions.items():
         form = row.inline.get(channel)
         if form is None:
+            continue
+        if form[0] == APART:
             key = K.value_key(channel, version)
             if key is not None:
                 yield values_ns, key

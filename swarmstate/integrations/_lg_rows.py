@@ -9,7 +9,7 @@ one page over to the next.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -72,10 +72,14 @@ def groups(
         page = min(page * 4, _PAGE_MAX)
 
 
-def pending_writes(serde: Any, writes: list[Any]) -> list[tuple[str, str, Any]]:
+def pending_writes(
+    serde: Any, writes: list[Any], channels: Collection[str] | None = None
+) -> list[tuple[str, str, Any]]:
     """Decode stored pending writes into LangGraph's ``(task id, channel, value)``, in order.
 
-    The runtime's order: task path, then task id, then index.
+    The runtime's order: task path, then task id, then index. With
+    ``channels``, only the writes to those channels (the others are not
+    revived at all).
     """
     decoded = []
     for stored in writes:
@@ -95,7 +99,8 @@ def pending_writes(serde: Any, writes: list[Any]) -> list[tuple[str, str, Any]]:
             raise CorruptDataError(
                 "a pending write is not [task id, idx, path, channel, type, bytes]"
             )
-        decoded.append(write)
+        if channels is None or write[3] in channels:
+            decoded.append(write)
     decoded.sort(key=lambda w: (w[2], w[0], w[1]))
     revive = serde.loads_typed
     try:

@@ -15,11 +15,14 @@ A stored value is one of two forms:
   ``refs`` being ``[segment key, first item, end item]`` triples; a version
   of a growing list costs its new items.
 
-Small forms (a counter, a route, every list's refs) ride in the checkpoint
-entry itself (its ``inline`` map, :mod:`._lg_entry`) and are copied, as
-stored, into each child entry while their version does not change. Larger
-blobs get an entry of their own under ``(channel, version)``. So a read of
-a conversation's checkpoint is its entry, plus the segments of its lists.
+Every checkpoint entry names, in its ``inline`` map (:mod:`._lg_entry`),
+each channel that has a value at its version: small forms (a counter, a
+route, every list's refs) are carried there as they are, and a larger blob,
+stored in an entry of its own under ``(channel, version)``, as ``[APART]``.
+The map is copied, as stored, into each child entry for the channels whose
+version does not change. So a read of a conversation's checkpoint is its
+entry, plus the segments of its lists and the large blobs it names; a
+channel the map does not name has no value, and costs no lookup.
 
 Caches, all keyed by immutable names: the listings of recently written or
 read list versions (the next ``put`` of the thread compares bytes with its
@@ -50,10 +53,12 @@ from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_lists as L
 from swarmstate.integrations._lg_memo import Memo
 
-__all__ = ["INLINE_MAX", "SPLIT_MIN", "Head", "Values"]
+__all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Values"]
 
 BLOB: Final = 0
 LIST: Final = 1
+APART: Final = 2
+"""The inline form of a value stored in an entry of its own."""
 SPLIT_MIN: Final = 1024
 """A list value whose serialized bytes reach this size is stored as a listing."""
 INLINE_MAX: Final = 128
@@ -217,6 +222,7 @@ class Values:
                 inline[channel] = [BLOB, kind, bytes(data)]
             else:
                 out.append((values_ns, key, dumps([BLOB, kind, data])))
+                inline[channel] = [APART]
         return out, inline, listings
 
     def cache(self, listings: Iterable[tuple[Pair, L.Listing]]) -> None:
@@ -227,12 +233,13 @@ class Values:
         self, thread_id: str, checkpoint_ns: str, channel: str, parent: Head
     ) -> L.Listing | None:
         """The listing a new version is built from: the parent's, cached or read."""
+        form = parent.inline.get(channel)
         key = K.value_key(channel, parent.versions[channel])
-        if key is None:
-            return None
+        if form is None or form[0] != LIST or key is None:
+            return None  # the parent's value is not a listing: nothing to share
         pair = (K.values(thread_id, checkpoint_ns), key)
         context = (thread_id, checkpoint_ns, "(parent)")
-        listings = self._resolve({pair: (context, parent.inline.get(channel))})[1]
+        listings = self._resolve({pair: (context, form)})[1]
         return listings.get(pair)
 
     # -- reads -----------------------------------------------------------------
@@ -243,19 +250,20 @@ class Values:
         Every value is decoded anew for each checkpoint (callers may change
         what they get); the stored bytes are fetched once for the batch.
         """
-        wanted: dict[Pair, tuple[Context, list[Any] | None]] = {}
+        wanted: dict[Pair, tuple[Context, list[Any]]] = {}
         names: list[list[tuple[str, Pair]]] = []
         for context, checkpoint, inline in found:
             values_ns = K.values(context[0], context[1])
             mine = []
             for channel, version in checkpoint["channel_versions"].items():
+                form = inline.get(channel)
                 key = K.value_key(channel, version)
-                if key is None:
-                    continue
+                if form is None or key is None:
+                    continue  # no value at this version
                 pair = (values_ns, key)
                 mine.append((channel, pair))
                 if pair not in wanted:
-                    wanted[pair] = (context, inline.get(channel))
+                    wanted[pair] = (context, form)
             names.append(mine)
         blobs, listings = self._resolve(wanted)
         for (context, checkpoint, _), mine in zip(found, names, strict=True):
@@ -266,10 +274,8 @@ class Values:
                     channel_values[channel] = value
             checkpoint["channel_values"] = channel_values
 
-    def read(
-        self, serde: Any, wanted: dict[Pair, tuple[Context, list[Any] | None]]
-    ) -> dict[Pair, Any]:
-        """The decoded values of ``wanted`` (pair -> asking checkpoint, inline form if any)."""
+    def read(self, serde: Any, wanted: dict[Pair, tuple[Context, list[Any]]]) -> dict[Pair, Any]:
+        """The decoded values of ``wanted`` (pair -> asking checkpoint, its inline form)."""
         blobs, listings = self._resolve(wanted)
         out: dict[Pair, Any] = {}
         for pair, (context, _) in wanted.items():
@@ -279,26 +285,27 @@ class Values:
         return out
 
     def _resolve(
-        self, wanted: dict[Pair, tuple[Context, list[Any] | None]]
+        self, wanted: dict[Pair, tuple[Context, list[Any]]]
     ) -> tuple[dict[Pair, tuple[str, bytes]], dict[Pair, L.Listing]]:
         """The stored forms of ``wanted``: blobs as serializer pairs, lists as listings.
 
-        Inline forms are used as given; the others are read in one batch,
-        then the segments of every list not in the cache in another.
+        Inline forms are used as given; values stored apart are read in one
+        batch, then the segments of every list not in the cache in another.
         """
         blobs: dict[Pair, tuple[str, bytes]] = {}
         listings: dict[Pair, L.Listing] = {}
         roots: dict[Pair, tuple[L.Ref, ...]] = {}
         missing: list[Pair] = []
         for pair, (context, form) in wanted.items():
-            if form is None:
+            if type(form) is list and form == [APART]:
                 missing.append(pair)
             else:
                 self._sort(pair, form, context, blobs, listings, roots)
         if missing:
             for pair, row in zip(missing, self.store.get_many(missing), strict=True):
-                if row is not None:
-                    self._sort(pair, row, wanted[pair][0], blobs, listings, roots)
+                if row is None:
+                    raise _corrupt(*wanted[pair][0], _channel_of(pair), DecodeError("missing"))
+                self._sort(pair, row, wanted[pair][0], blobs, listings, roots)
         if roots:
             self._assemble(roots, wanted, listings)
         return blobs, listings
@@ -332,7 +339,7 @@ class Values:
     def _assemble(
         self,
         roots: dict[Pair, tuple[L.Ref, ...]],
-        wanted: dict[Pair, tuple[Context, list[Any] | None]],
+        wanted: dict[Pair, tuple[Context, list[Any]]],
         listings: dict[Pair, L.Listing],
     ) -> None:
         owners: dict[Pair, Pair] = {}
@@ -396,6 +403,8 @@ class Values:
             for channel, version in decoded.checkpoint["channel_versions"].items():
                 form = decoded.inline.get(channel)
                 if form is None:
+                    continue
+                if form[0] == APART:
                     value_key = K.value_key(channel, version)
                     if value_key is not None:
                         referenced.add(value_key)
