@@ -21,6 +21,13 @@ def _rows(doc: dict[str, Any], **match: Any) -> list[tuple[str, dict[str, Any]]]
     ]
 
 
+def _kind(row: dict[str, Any]) -> str:
+    """A saver row's operation; a floor row takes the operation it is measured beside."""
+    if row["group"] != "floor":
+        return str(row["group"])
+    return str(row.get("batch", "")).rsplit(".", 1)[-1]
+
+
 def _save(fig: Any, out: Path, name: str, written: list[Path]) -> None:
     path = out / f"{name}.svg"
     # A fixed hash salt and no date keep the SVG identical for identical data.
@@ -82,15 +89,19 @@ def render(results: Path, out: Path) -> list[Path]:
         _save(fig, out, "diff_vs_layout", written)
         plt.close(fig)
 
-    # 3. Latest read as the thread grows, one panel per saver group.
+    # 3. Latest read as the thread grows, one panel per saver group, with its floor.
     for group in ("memory", "durable", "postgres"):
         latest = _rows(doc, saver_group=group, group="latest")
         if not latest:
             continue
+        floor = _rows(doc, saver_group=group, group="floor", batch=f"{group}.latest")
         fig, ax = plt.subplots(figsize=(6.4, 4))
         for saver in sorted({r["saver"] for _, r in latest}):
             pts = sorted((r["param"], r["p50"]) for _, r in latest if r["saver"] == saver)
             ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=saver)
+        if floor:
+            pts = sorted((r["param"], r["p50"]) for _, r in floor)
+            ax.plot([p for p, _ in pts], [v for _, v in pts], "k--", label="floor")
         ax.set(
             xscale="log",
             xlabel="checkpoints in the thread",
@@ -105,7 +116,7 @@ def render(results: Path, out: Path) -> list[Path]:
 
     # 4. Checkpoint latency per group: put p50/p99, put_writes p50, list(limit=10) p50.
     for group in ("memory", "durable", "postgres"):
-        rows = _rows(doc, saver_group=group)
+        rows = [(rid, r) for rid, r in _rows(doc, saver_group=group) if _kind(r) != "latest"]
         if not rows:
             continue
         savers = sorted({r["saver"] for _, r in rows})
@@ -115,7 +126,7 @@ def render(results: Path, out: Path) -> list[Path]:
         for j, saver in enumerate(savers):
             vals = []
             for grp, metric in metrics:
-                found = [r[metric] for _, r in rows if r["saver"] == saver and r["group"] == grp]
+                found = [r[metric] for _, r in rows if r["saver"] == saver and _kind(r) == grp]
                 vals.append(found[0] if found else 0)
             ax.bar([i + j * width for i in range(len(metrics))], vals, width, label=saver)
         ax.set_xticks(

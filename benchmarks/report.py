@@ -4,13 +4,17 @@
         [--readme README.md] [--docs-dir docs] [--check]
 
 Only generated blocks are replaced: ``<!-- results:begin -->`` ...
-``<!-- results:end -->`` in docs/benchmarks.md (every row), ``<!-- numbers:start
--->`` ... ``<!-- numbers:end -->`` in the README (the issue limits), and the named
-blocks ``<!-- results:NAME:begin -->`` ... ``<!-- results:NAME:end -->`` listed in
-``BLOCKS`` (figures quoted by performance.md, disk.md, postgres.md and
-langgraph.md, each next to the row id it comes from). ``--check`` exits 1 when
-any of them differs from what the results file says (the default test suite
-does the same).
+``<!-- results:end -->`` in docs/benchmarks.md (every claim and row),
+``<!-- numbers:start -->`` ... ``<!-- numbers:end -->`` in the README (the
+claims), and the named blocks ``<!-- results:NAME:begin -->`` ...
+``<!-- results:NAME:end -->`` listed in ``_blocks.BLOCKS`` (figures quoted by
+performance.md, disk.md, postgres.md, langgraph.md and architecture.md,
+each next to the row id it comes from). ``--check`` exits 1 when any of
+them differs from what the results file says (the default test suite does
+the same).
+
+Claims and rows of any section render: a section the tables below do not
+know gets a generic table of its rows, and its claims a table of their own.
 """
 
 from __future__ import annotations
@@ -18,41 +22,46 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _blocks import BLOCKS  # noqa: E402
+from _tables import CLAIM_NOTE, claim_tables, num, table  # noqa: E402
+
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 README_BEGIN, README_END = "<!-- numbers:start -->", "<!-- numbers:end -->"
 
+# Row tables of docs/benchmarks.md: (title, rows matching these fields, first column).
+ROW_TABLES = [
+    ("Store (in memory): snapshot", {"section": "core", "group": "snapshot"}, "param"),
+    ("Store: diff and set per layout", {"section": "core", "group": "diff"}, "param"),
+    ("Store: design measurements", {"section": "core", "group": "design"}, "subject"),
+    ("DiskStore: snapshot", {"section": "disk", "group": "snapshot"}, "param"),
+    ("DiskStore: diff after k changes", {"section": "disk", "group": "diff"}, "param"),
+    ("DiskStore: restore after k changes", {"section": "disk", "group": "restore"}, "param"),
+    (
+        "DiskStore: 10 kB write vs the bare apsw floor",
+        {"section": "disk", "group": "write_floor"},
+        "param",
+    ),
+    (
+        "Floor of restore: the same keys rewritten bare through apsw",
+        {"section": "disk", "group": "restore_floor"},
+        "param",
+    ),
+]
+SAVER_TABLES = [
+    ("memory", "Checkpointer, in memory (no durability)"),
+    ("durable", "Checkpointer, durable on one file (fsync policy per row)"),
+    ("postgres", "Checkpointer on PostgreSQL (same server)"),
+]
 
-_FLOOR_NOTE = (
-    "*floor*: where measured, the least any implementation does for that call "
-    "(LangGraph's serializer alone, or the same write done bare through apsw) as the "
-    "same ratio; a limit below its floor is out of reach for every store."
-)
 
-
-def _num(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        if value >= 1000:
-            return f"{value:,.0f}"
-        if value >= 100:
-            return f"{value:.0f}"
-        if value >= 10:
-            return f"{value:.1f}"
-        return f"{value:.2f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-def _table(header: list[str], lines: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(line) + " |" for line in lines]
-    return out
+def _select(rows: dict[str, dict[str, Any]], **match: Any) -> list[str]:
+    return [rid for rid, r in rows.items() if all(r.get(k) == v for k, v in match.items())]
 
 
 def _latency_rows(rows: dict[str, dict[str, Any]], ids: list[str], first: str) -> list[str]:
@@ -60,17 +69,103 @@ def _latency_rows(rows: dict[str, dict[str, Any]], ids: list[str], first: str) -
         [
             f"`{rid}`",
             str(rows[rid].get(first, "")) if rows[rid].get(first) is not None else "",
-            _num(rows[rid]["p50"]),
-            _num(rows[rid]["p99"]),
-            _num(rows[rid]["n"]),
+            num(rows[rid]["p50"]),
+            num(rows[rid]["p99"]),
+            num(rows[rid]["n"]),
         ]
         for rid in ids
     ]
-    return _table(["row", first, "p50 µs", "p99 µs", "calls"], lines)
+    return table(["row", first, "p50 µs", "p99 µs", "calls"], lines)
 
 
-def _select(rows: dict[str, dict[str, Any]], **match: Any) -> list[str]:
-    return [rid for rid, r in rows.items() if all(r.get(k) == v for k, v in match.items())]
+def _saver_rows(rows: dict[str, dict[str, Any]], ids: list[str]) -> list[str]:
+    lines = [
+        [
+            f"`{rid}`",
+            rows[rid]["saver"],
+            rows[rid]["fsync"],
+            rows[rid]["subject"],
+            num(rows[rid]["param"]) if rows[rid]["param"] is not None else "",
+            num(rows[rid]["pending_writes"]) if "pending_writes" in rows[rid] else "",
+            num(rows[rid]["p50"]),
+            num(rows[rid]["p99"]),
+        ]
+        for rid in ids
+    ]
+    header = ["row", "saver", "fsync", "op", "checkpoints", "pending writes", "p50 µs", "p99 µs"]
+    return table(header, lines)
+
+
+def _throughput_rows(rows: dict[str, dict[str, Any]], ids: list[str]) -> list[str]:
+    lines = [
+        [
+            f"`{rid}`",
+            rows[rid]["subject"],
+            num(rows[rid].get("param")),
+            num(rows[rid]["median"]),
+            num(rows[rid].get("best")),
+            num(rows[rid].get("scaling")),
+            num(rows[rid].get("efficiency")),
+        ]
+        for rid in ids
+    ]
+    header = ["row", "what", "param", "ops/s median", "ops/s best", "scaling", "efficiency"]
+    return table(header, lines)
+
+
+def _generic_rows(rows: dict[str, dict[str, Any]], ids: list[str]) -> list[str]:
+    """Rows of a section this report has no table for: every scalar figure they carry."""
+    skip = {"section", "group", "subject", "param", "batch", "unit", "rounds", "rounds_p50"}
+    lines = []
+    for rid in ids:
+        row = rows[rid]
+        scalars = [
+            f"{key} {num(value)}"
+            for key, value in sorted(row.items())
+            if key not in skip and isinstance(value, (int, float, str)) and value is not None
+        ]
+        lines.append(
+            [f"`{rid}`", str(row.get("subject", "")), num(row.get("param")), "; ".join(scalars)]
+        )
+    return table(["row", "what", "param", "figures"], lines)
+
+
+def _row_sections(rows: dict[str, dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    shown: set[str] = set()
+    for title, match, first in ROW_TABLES:
+        ids = [rid for rid in _select(rows, **match) if "p50" in rows[rid]]
+        if ids:
+            shown.update(ids)
+            out += ["", f"### {title}", "", *_latency_rows(rows, ids, first)]
+    for group, title in SAVER_TABLES:
+        ids = _select(rows, saver_group=group)
+        if ids:
+            shown.update(ids)
+            out += ["", f"### {title}", "", *_saver_rows(rows, ids)]
+    tput = [rid for rid, r in rows.items() if r.get("unit") == "ops/s" and rid not in shown]
+    known = {"core", "disk", "saver", "postgres"}
+    tput = [rid for rid in tput if rows[rid].get("section") in known]
+    if tput:
+        shown.update(tput)
+        out += ["", "### Throughput (median round of interleaved rounds)", ""]
+        out += _throughput_rows(rows, tput)
+    rest: dict[tuple[str, str], list[str]] = {}
+    for rid, row in rows.items():
+        if rid not in shown:
+            rest.setdefault((str(row.get("section", "")), str(row.get("group", ""))), []).append(
+                rid
+            )
+    for (section, group), ids in rest.items():
+        out += ["", f"### {section}: {group}", "", *_generic_rows(rows, ids)]
+    return out
+
+
+def _command(doc: dict[str, Any]) -> str:
+    settings = doc["environment"].get("settings", {})
+    quick = " --quick" if settings.get("quick") else ""
+    iters, seed = settings.get("iters"), settings.get("seed")
+    return f"python benchmarks/run.py{quick} --iters {iters} --seed {seed}"
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -84,6 +179,7 @@ def render(doc: dict[str, Any]) -> str:
         "",
         "### Environment of this run",
         "",
+        f"- `{_command(doc)}`",
         f"- Python {env['python']} ({env['implementation']}) on {env['platform']}, "
         f"{env['cpu_count']} CPUs"
         + (f", {env['memory_total_mb']:,} MB RAM" if env.get("memory_total_mb") else ""),
@@ -96,88 +192,8 @@ def render(doc: dict[str, Any]) -> str:
     ]
     for what, why in sorted(doc.get("skipped", {}).items()):
         out.append(f"- not measured: `{what}`: {why}")
-    out += ["", "### Limits from the issues", ""]
-    lines = []
-    for lim in doc["limits"]:
-        verdict = {True: "holds", False: "**missed**", None: "not measured"}[lim["holds"]]
-        lines.append(
-            [
-                str(lim["issue"]),
-                lim["claim"],
-                f"`{lim.get('numerator', '')}` / `{lim.get('denominator', '')}` "
-                f"({lim.get('metric', '')})",
-                f"{lim.get('op', '')} {_num(lim.get('bound'))}",
-                _num(lim["ratio"]),
-                _num(lim.get("floor_ratio")) if lim.get("floor_ratio") is not None else "",
-                verdict,
-            ]
-        )
-    out += _table(["issue", "claim", "rows", "limit", "ratio", "floor", "verdict"], lines)
-    out += ["", _FLOOR_NOTE]
-
-    sections = [
-        ("Store (in memory): snapshot, diff, set", dict(section="core", group="snapshot"), "param"),
-        ("Store: diff and set per layout", dict(section="core", group="diff"), "param"),
-        ("DiskStore: snapshot", dict(section="disk", group="snapshot"), "param"),
-        ("DiskStore: diff after k changes", dict(section="disk", group="diff"), "param"),
-        ("DiskStore: restore after k changes", dict(section="disk", group="restore"), "param"),
-        (
-            "DiskStore: 10 kB write vs the bare apsw floor",
-            dict(section="disk", group="write_floor"),
-            "param",
-        ),
-        (
-            "Floor of restore: the same keys rewritten bare through apsw",
-            dict(section="disk", group="restore_floor"),
-            "param",
-        ),
-    ]
-    for title, match, first in sections:
-        ids = _select(rows, **match)
-        if ids:
-            out += ["", f"### {title}", "", *_latency_rows(rows, ids, first)]
-
-    for group, title in (
-        ("memory", "Checkpointer, in memory (no durability)"),
-        ("durable", "Checkpointer, durable on one file (fsync policy per row)"),
-        ("postgres", "Checkpointer on PostgreSQL (same server)"),
-    ):
-        ids = _select(rows, saver_group=group)
-        if not ids:
-            continue
-        lines = [
-            [
-                f"`{rid}`",
-                rows[rid]["saver"],
-                rows[rid]["fsync"],
-                rows[rid]["subject"],
-                _num(rows[rid]["param"]) if rows[rid]["param"] is not None else "",
-                _num(rows[rid]["p50"]),
-                _num(rows[rid]["p99"]),
-            ]
-            for rid in ids
-        ]
-        out += ["", f"### {title}", ""]
-        out += _table(["row", "saver", "fsync", "op", "checkpoints", "p50 µs", "p99 µs"], lines)
-
-    tput = [rid for rid, r in rows.items() if r.get("unit") == "ops/s"]
-    if tput:
-        lines = [
-            [
-                f"`{rid}`",
-                rows[rid]["subject"],
-                _num(rows[rid].get("param")),
-                _num(rows[rid]["median"]),
-                _num(rows[rid].get("best")),
-                _num(rows[rid].get("scaling")),
-                _num(rows[rid].get("efficiency")),
-            ]
-            for rid in tput
-        ]
-        out += ["", "### Throughput (median round of interleaved rounds)", ""]
-        out += _table(
-            ["row", "what", "param", "ops/s median", "ops/s best", "scaling", "efficiency"], lines
-        )
+    out += ["", "### Claims", "", *claim_tables(doc["claims"], rows=True), "", CLAIM_NOTE]
+    out += _row_sections(rows)
     out += ["", END]
     return "\n".join(out)
 
@@ -190,457 +206,34 @@ def apply(doc_text: str, block: str, begin: str = BEGIN, end_marker: str = END) 
     return doc_text[:start] + block + doc_text[end + len(end_marker) :]
 
 
-def _ratio(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
-
-
 def render_readme(doc: dict[str, Any]) -> str:
-    """The README's numbers: every issue limit with its measured ratio, and the setup."""
+    """The README's numbers: every claim with its ratio, spread, floor and verdict."""
     env = doc["environment"]
     settings = env.get("settings", {})
     commit = env.get("git_commit") or "uncommitted tree"
+    kind = (
+        "a quick run (every claim at reduced size, as its label says)"
+        if settings.get("quick")
+        else "a full run"
+    )
     lines = [
         README_BEGIN,
         "",
-        f"One run of `python benchmarks/run.py --iters {settings.get('iters')} "
-        f"--seed {settings.get('seed')}` on {env.get('cpu_count')} CPUs, Python "
+        f"From {kind}: `{_command(doc)}` on {env.get('cpu_count')} CPUs, Python "
         f"{env.get('python')}, {env.get('platform')}, commit `{commit}` "
-        f"({env.get('timestamp_utc')}). Ratios compare p50 of individual calls (or "
-        "ops/s) against the peer measured in the same run; durable is compared with "
-        "durable. Every row and its setup: [docs/benchmarks.md](docs/benchmarks.md); "
-        "where each store changes character: [docs/performance.md](docs/performance.md).",
+        f"({env.get('timestamp_utc')}), {settings.get('rounds')} interleaved rounds. "
+        "Ratios are of p50s of individual calls (or of ops/s) against the peer measured in "
+        "the same rounds; durable is compared with durable. Every row and its setup: "
+        "[docs/benchmarks.md](docs/benchmarks.md); where each store changes character: "
+        "[docs/performance.md](docs/performance.md).",
         "",
+        *claim_tables(doc["claims"], rows=False),
+        "",
+        CLAIM_NOTE,
+        "",
+        README_END,
     ]
-    table = [
-        [
-            str(lim["issue"]),
-            lim["claim"],
-            _ratio(lim.get("ratio")),
-            f"{lim['op']} {lim['bound']:g}",
-            _ratio(lim["floor_ratio"]) if lim.get("floor_ratio") is not None else "",
-            {True: "holds", False: "**missed**", None: "not measured"}[lim.get("holds")],
-            f"`{lim['numerator']}` / `{lim['denominator']}`",
-        ]
-        for lim in doc["limits"]
-    ]
-    lines += _table(["issue", "claim", "ratio", "limit", "floor", "verdict", "rows"], table)
-    lines += ["", _FLOOR_NOTE]
-    lines += ["", README_END]
     return "\n".join(lines)
-
-
-# --- Figures quoted by the other docs ---------------------------------------
-#
-# Each named block lives in one file under docs/ between
-# ``<!-- results:NAME:begin -->`` and ``<!-- results:NAME:end -->``. The prose
-# around a block stays qualitative and cites row ids; every figure is here.
-
-_LATENCY = ("p50", "p90", "p99", "mean", "min")
-
-
-@dataclass(frozen=True)
-class Fig:
-    """One figure: ``metric`` of row ``row``."""
-
-    what: str
-    row: str
-    metric: str = "p50"
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """``metric`` of row ``num`` divided by the same metric of row ``den``."""
-
-    what: str
-    num: str
-    den: str
-    metric: str = "p50"
-
-
-def _metric(doc: dict[str, Any], row: str, metric: str) -> float | None:
-    value = doc["rows"].get(row, {}).get(metric)
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def _fmt(value: float | None, metric: str) -> str:
-    if value is None:
-        return "not measured"
-    if metric in _LATENCY:
-        return f"{_num(value)} µs" if value < 1000 else f"{value / 1000:.3g} ms"
-    if metric in ("median", "best"):
-        return f"{value:,.0f} ops/s"
-    return _num(value)
-
-
-def _times(value: float | None) -> str:
-    if value is None:
-        return "not measured"
-    return f"{value:,.0f}x" if value >= 100 else f"{value:.2f}x"
-
-
-def _ratio_of(doc: dict[str, Any], num: str, den: str, metric: str) -> float | None:
-    a, b = _metric(doc, num, metric), _metric(doc, den, metric)
-    return a / b if a is not None and b else None
-
-
-def _stat(metric: str) -> str:
-    return "ops/s, median round" if metric == "median" else metric
-
-
-def _figures(doc: dict[str, Any], items: list[Fig | Ratio]) -> list[str]:
-    lines = []
-    for item in items:
-        if isinstance(item, Fig):
-            value = _fmt(_metric(doc, item.row, item.metric), item.metric)
-            lines.append([item.what, value, _stat(item.metric), f"`{item.row}`"])
-        else:
-            value = _times(_ratio_of(doc, item.num, item.den, item.metric))
-            stat = f"ratio of {_stat(item.metric)}"
-            lines.append([item.what, value, stat, f"`{item.num}` / `{item.den}`"])
-    return _table(["what", "value", "statistic", "row"], lines)
-
-
-def _pairs(
-    doc: dict[str, Any], heads: tuple[str, str], pairs: list[tuple[str, str, str]]
-) -> list[str]:
-    """A grid of p50s: each line is one operation at two settings, and their ratio."""
-    lines = [
-        [
-            what,
-            _fmt(_metric(doc, a, "p50"), "p50"),
-            _fmt(_metric(doc, b, "p50"), "p50"),
-            _times(_ratio_of(doc, b, a, "p50")),
-            f"`{a}`, `{b}`",
-        ]
-        for what, a, b in pairs
-    ]
-    return _table(["p50 of", heads[0], heads[1], "ratio", "rows"], lines)
-
-
-_STORE = "SwarmStateSaver(Store)"
-_DISK = "SwarmStateSaver(DiskStore NORMAL)"
-_DISK_FULL = "SwarmStateSaver(DiskStore FULL)"
-_PG = "SwarmStateSaver(PostgresStore)"
-
-
-F, R = Fig, Ratio
-_SNAP, _DEEP = "core.snapshot.Store", "core.snapshot.deepcopy"
-_SET10K = "disk.set10k"
-
-
-def _perf_store(doc: dict[str, Any]) -> list[str]:
-    m = "median"
-    return _figures(
-        doc,
-        [
-            F("`snapshot()`, 100 entries, nothing written since the last", f"{_SNAP}.100"),
-            F("`snapshot()`, 100,000 entries, same", f"{_SNAP}.100000"),
-            F("`copy.deepcopy` of 50,000 entries", f"{_DEEP}.50000"),
-            R("deepcopy / snapshot, 50,000 entries", f"{_DEEP}.50000", f"{_SNAP}.50000"),
-            F("`diff`, 1 change, 2,000 namespaces", "core.diff.1.ns2000"),
-            F("`diff`, 1 change, one namespace of 100,000 keys", "core.diff.1.one100000"),
-            F("`diff`, 100 changes, 2,000 namespaces", "core.diff.100.ns2000"),
-            F("`diff`, 100 changes, one namespace of 100,000 keys", "core.diff.100.one100000"),
-            F("`set`, small dict, one namespace of 1,000 keys", "core.set.one1000"),
-            F("`set`, small dict, 20,000 namespaces", "core.set.ns20000"),
-            F("`set` + `get` pairs", "core.setget.Store", m),
-            F("plain dict holding the same codec bytes", "core.setget.dict", m),
-            R("Store / plain dict", "core.setget.Store", "core.setget.dict", m),
-            F("`set` + `get`, 1 thread", "core.threads.1", m),
-            R("4 threads / 1 thread (total)", "core.threads.4", "core.threads.1", m),
-            R("8 threads / 1 thread (total)", "core.threads.8", "core.threads.1", m),
-            R("`set_many` (50) / single `set`", "core.set_many.50", "core.set_many.single", m),
-        ],
-    )
-
-
-def _perf_disk(doc: dict[str, Any]) -> list[str]:
-    normal, full = f"{_SET10K}.DiskStore.NORMAL", f"{_SET10K}.DiskStore.FULL"
-    return _figures(
-        doc,
-        [
-            F("10 kB `set`, NORMAL", normal),
-            R("… / bare apsw `INSERT OR REPLACE`, NORMAL", normal, f"{_SET10K}.bare.NORMAL"),
-            F("10 kB `set`, FULL", full),
-            R("… / bare apsw, FULL", full, f"{_SET10K}.bare.FULL"),
-            R("FULL / NORMAL (the fsync)", full, normal),
-            F("`snapshot()`, 1,000 entries", "disk.snapshot.1000"),
-            F("`snapshot()`, 100,000 entries", "disk.snapshot.100000"),
-            F("`diff` after 1 change, 100,000 entries", "disk.diff.1.100000"),
-            F("`diff` after 100 changes, 100,000 entries", "disk.diff.100.100000"),
-            F("`restore` after 1 change, 100,000 entries", "disk.restore.1.100000"),
-            F("`restore` after 100 changes, 1,000 entries", "disk.restore.100.1000"),
-            F("`restore` after 100 changes, 100,000 entries", "disk.restore.100.100000"),
-            F("… its p99", "disk.restore.100.100000", "p99"),
-            F("1 spawned writer process", "disk.writers.1", "median"),
-            F("2 writer processes, total", "disk.writers.2", "median"),
-            F("4 writer processes, total", "disk.writers.4", "median"),
-            F("4 writers: efficiency (total / 4 x one)", "disk.writers.4", "efficiency"),
-        ],
-    )
-
-
-def _saver_items(group: str, ours: str, peer: str, peer_put: str = "") -> list[Fig | Ratio]:
-    peer_put = peer_put or peer
-    latest, lst = f"{group}.latest", f"{group}.list10"
-    return [
-        F(f"latest read, 5 checkpoints, {ours}", f"{latest}.{ours}.5"),
-        F(f"latest read, 2,000 checkpoints, {ours}", f"{latest}.{ours}.2000"),
-        F(f"latest read, 2,000 checkpoints, {peer}", f"{latest}.{peer}.2000"),
-        R("ours at 2,000 / ours at 5", f"{latest}.{ours}.2000", f"{latest}.{ours}.5"),
-        F(f"`list(limit=10)` at 2,000, {ours}", f"{lst}.{ours}.2000"),
-        R(f"… / {peer}", f"{lst}.{ours}.2000", f"{lst}.{peer}.2000"),
-        F(f"`put`, {ours}", f"{group}.put.{ours}"),
-        R(f"… / {peer_put}", f"{group}.put.{ours}", f"{group}.put.{peer_put}"),
-        F(f"`put_writes` (3 writes), {ours}", f"{group}.put_writes.{ours}"),
-        R(f"… / {peer_put}", f"{group}.put_writes.{ours}", f"{group}.put_writes.{peer_put}"),
-    ]
-
-
-def _perf_saver(doc: dict[str, Any]) -> list[str]:
-    full, shipped = f"durable.put.{_DISK_FULL}", "durable.put.SqliteSaver shipped"
-    items = _saver_items("memory", _STORE, "InMemorySaver")
-    items += _saver_items("durable", _DISK, "SqliteSaver shipped", "SqliteSaver NORMAL")
-    items += [F(f"`put`, {_DISK_FULL}", full), R("… / SqliteSaver shipped (FULL)", full, shipped)]
-    items += _saver_items("postgres", _PG, "PostgresSaver")
-    return _figures(doc, items)
-
-
-# Why a limit is missed, where we know; keyed by the limit's numerator row.
-# Where the run measured a floor for the claim (the least any implementation
-# does for that call), its ratio is printed before the reason.
-_DECODE = (
-    "LangGraph's serializer decoding the same checkpoints, with no store at all, is most "
-    "of the call (the floor row); every saver does that decode"
-)
-_TRANSACTION = (
-    "on top of the floor (encode the checkpoint, one bare INSERT of its bytes) the "
-    "store's write transaction takes the write lock up front, looks up the run's two "
-    "index entries and commits; at NORMAL the commit is cheap enough for that to show"
-)
-WHY_MISSED = {
-    f"memory.put.{_STORE}": "the peer's put is a few dict assignments; ours also builds "
-    "the store keys and checks the run's two index entries under the store's lock",
-    f"durable.put.{_DISK}": _TRANSACTION,
-    f"durable.put.{_DISK_FULL}": "fsync-bound like the peer's: the two differ by noise",
-    f"postgres.put.{_PG}": "one round trip each; the server's commit dominates both",
-    f"memory.list10.{_STORE}.2000": _DECODE,
-    f"durable.list10.{_DISK}.2000": _DECODE + "; reading ten 12 kB rows adds the rest",
-    f"memory.latest.{_STORE}.50": _DECODE + "; the gap opens as the peer's read grows "
-    "with the thread",
-    "disk.restore.100.100000": "SQLite itself (the floor: the same 100 keys rewritten bare) "
-    "grows more than this from 1,000 to 100,000 entries: the changed rows and index pages "
-    "are scattered in a large file and mostly shared in a small one",
-}
-
-
-def _floor_note(lim: dict[str, Any]) -> str:
-    """ "floor 0.64x (rows): " when the run measured a floor for the claim."""
-    if lim.get("floor_ratio") is None:
-        return ""
-    floor = lim["floor"]
-    rows = " / ".join(f"`{r}`" for r in floor) if isinstance(floor, list | tuple) else f"`{floor}`"
-    return f"measured floor {_times(lim['floor_ratio'])} ({rows}): "
-
-
-def _missed(doc: dict[str, Any]) -> list[str]:
-    lines = []
-    for lim in doc["limits"]:
-        if lim["holds"] is True:
-            continue
-        verdict = "not measured" if lim["holds"] is None else "**missed**"
-        lines.append(
-            [
-                str(lim["issue"]),
-                lim["claim"],
-                _times(lim.get("ratio")),
-                f"{lim['op']} {lim['bound']:g}",
-                verdict,
-                _floor_note(lim) + WHY_MISSED.get(lim["numerator"], "not analysed yet"),
-                f"`{lim['numerator']}` / `{lim['denominator']}`",
-            ]
-        )
-    if not lines:
-        return ["Every issue limit holds in this run."]
-    held = sum(1 for lim in doc["limits"] if lim["holds"] is True)
-    out = [f"{held} of {len(doc['limits'])} issue limits hold in this run; the others:", ""]
-    return out + _table(["issue", "claim", "ratio", "limit", "verdict", "why", "rows"], lines)
-
-
-def _noise(doc: dict[str, Any], top: int = 8) -> list[str]:
-    rows = doc["rows"]
-    spread = [
-        (r["p99"] / r["p50"], rid) for rid, r in rows.items() if r.get("p50") and r.get("p99")
-    ]
-    spread.sort(reverse=True)
-    lines = [
-        [f"`{rid}`", _fmt(rows[rid]["p50"], "p50"), _fmt(rows[rid]["p99"], "p99"), _times(ratio)]
-        for ratio, rid in spread[:top]
-    ]
-    out = [f"Latency rows with the widest tail (p99 / p50), top {top}:", ""]
-    out += _table(["row", "p50", "p99", "p99 / p50"], lines)
-    rounds = [
-        ((max(r["rounds"]) - min(r["rounds"])) / r["median"], rid)
-        for rid, r in rows.items()
-        if r.get("rounds") and r.get("median")
-    ]
-    rounds.sort(reverse=True)
-    lines = [
-        [f"`{rid}`", str(len(rows[rid]["rounds"])), _fmt(rows[rid]["median"], "median"), f"{s:.0%}"]
-        for s, rid in rounds[:top]
-    ]
-    out += ["", f"Throughput rows with the widest spread between rounds, top {top}:", ""]
-    out += _table(["row", "rounds", "median", "(best - worst) / median"], lines)
-    return out
-
-
-def _envelope(doc: dict[str, Any]) -> list[str]:
-    env = doc["environment"]
-    pg = next((r for r in doc["rows"].values() if r.get("saver_group") == "postgres"), None)
-    return [
-        f"- Python {env['python']} ({env['implementation']}), {env['platform']}",
-        f"- {env['cpu_count']} CPUs ({env.get('cpus_usable')} usable by the run), "
-        f"{env.get('cpu_mhz') or '?'} MHz, {env.get('memory_total_mb') or 0:,} MB RAM",
-        "- a 10 kB committed write with an fsync of the WAL (bare apsw, FULL): "
-        f"{_fmt(_metric(doc, 'disk.set10k.bare.FULL', 'p50'), 'p50')} "
-        "(`disk.set10k.bare.FULL`), without it (NORMAL): "
-        f"{_fmt(_metric(doc, 'disk.set10k.bare.NORMAL', 'p50'), 'p50')} "
-        "(`disk.set10k.bare.NORMAL`)",
-        f"- PostgreSQL rows: {pg['fsync'] if pg else 'not measured'}, same host",
-    ]
-
-
-def _disk_costs(doc: dict[str, Any]) -> list[str]:
-    grid = _pairs(
-        doc,
-        ("1,000 entries", "100,000 entries"),
-        [
-            ("`snapshot()`, back to back", "disk.snapshot.1000", "disk.snapshot.100000"),
-            ("`diff` after 1 change", "disk.diff.1.1000", "disk.diff.1.100000"),
-            ("`restore` after 1 change", "disk.restore.1.1000", "disk.restore.1.100000"),
-            ("`diff` after 100 changes", "disk.diff.100.1000", "disk.diff.100.100000"),
-            ("`restore` after 100 changes", "disk.restore.100.1000", "disk.restore.100.100000"),
-        ],
-    )
-    floor = _pairs(
-        doc,
-        ("bare apsw", "DiskStore.set"),
-        [
-            ("10 kB write, NORMAL", "disk.set10k.bare.NORMAL", "disk.set10k.DiskStore.NORMAL"),
-            ("10 kB write, FULL", "disk.set10k.bare.FULL", "disk.set10k.DiskStore.FULL"),
-        ],
-    )
-    full, normal = f"{_SET10K}.DiskStore.FULL", f"{_SET10K}.DiskStore.NORMAL"
-    fsync = _figures(
-        doc,
-        [
-            R("DiskStore 10 kB write, FULL / NORMAL", full, normal),
-            F("4 spawned writers on one file, total", "disk.writers.4", "median"),
-            R("… / 1 writer", "disk.writers.4", "disk.writers.1", "median"),
-        ],
-    )
-    return [*grid, "", *floor, "", *fsync]
-
-
-def _saver_grid(group: str, ours: str, peer: str) -> list[tuple[str, str, str]]:
-    return [
-        (f"latest read, {ours}", f"{group}.latest.{ours}.5", f"{group}.latest.{ours}.2000"),
-        (f"latest read, {peer}", f"{group}.latest.{peer}.5", f"{group}.latest.{peer}.2000"),
-    ]
-
-
-def _langgraph(doc: dict[str, Any]) -> list[str]:
-    pairs = _saver_grid("memory", _STORE, "InMemorySaver")
-    pairs += _saver_grid("durable", _DISK, "SqliteSaver shipped")
-    pairs += _saver_grid("postgres", _PG, "PostgresSaver")
-    out = _pairs(doc, ("5 checkpoints", "2,000 checkpoints"), pairs)
-    items: list[Fig | Ratio] = []
-    for group, ours, peer in (
-        ("memory", _STORE, "InMemorySaver"),
-        ("durable", _DISK, "SqliteSaver NORMAL"),
-        ("durable", _DISK_FULL, "SqliteSaver shipped"),
-        ("postgres", _PG, "PostgresSaver"),
-    ):
-        items += [
-            Fig(f"`put`, {ours}", f"{group}.put.{ours}"),
-            Ratio(f"… / {peer}", f"{group}.put.{ours}", f"{group}.put.{peer}"),
-        ]
-    for group, ours, peer in (
-        ("memory", _STORE, "InMemorySaver"),
-        ("durable", _DISK, "SqliteSaver shipped"),
-        ("postgres", _PG, "PostgresSaver"),
-    ):
-        lst = f"{group}.list10"
-        items.append(
-            R(
-                f"`list(limit=10)` at 2,000, {ours} / {peer}",
-                *(f"{lst}.{w}.2000" for w in (ours, peer)),
-            )
-        )
-    return [*out, "", *_figures(doc, items)]
-
-
-def _postgres(doc: dict[str, Any]) -> list[str]:
-    return _figures(
-        doc,
-        [
-            Fig("`put` (one write transaction)", f"postgres.put.{_PG}"),
-            Fig("`put`, PostgresSaver", "postgres.put.PostgresSaver"),
-            Fig("`put_writes` (3 writes)", f"postgres.put_writes.{_PG}"),
-            Fig("latest read, 5 checkpoints", f"postgres.latest.{_PG}.5"),
-            Fig("latest read, 2,000 checkpoints", f"postgres.latest.{_PG}.2000"),
-            Fig("latest read, 2,000, PostgresSaver", "postgres.latest.PostgresSaver.2000"),
-            Fig("`list(limit=10)` at 2,000", f"postgres.list10.{_PG}.2000"),
-            Fig("`list(limit=10)` at 2,000, PostgresSaver", "postgres.list10.PostgresSaver.2000"),
-        ],
-    )
-
-
-def _architecture(doc: dict[str, Any]) -> list[str]:
-    return _figures(
-        doc,
-        [
-            Fig("`Snapshot.diff`, 1 change in 10,000 entries", "design.diff1.trie.10000"),
-            Fig("pyrsistent `PMap ==`, same two versions", "design.diff1.pmap_eq.10000"),
-            Ratio("… PMap / trie", "design.diff1.pmap_eq.10000", "design.diff1.trie.10000"),
-            Fig("pyrsistent `PVector.set`, 32 slots", "design.node.pvector_set.32"),
-            Fig("copy a 32-slot list, set one slot", "design.node.list_copy.32"),
-            Fig("writes, one shared lock, 1 thread", "design.threads.lock.1", "median"),
-            Ratio(
-                "… 4 threads / 1 thread", "design.threads.lock.4", "design.threads.lock.1", "median"
-            ),
-            Fig("writes, no lock, 1 thread", "design.threads.nolock.1", "median"),
-            Ratio(
-                "… 4 threads / 1 thread",
-                "design.threads.nolock.4",
-                "design.threads.nolock.1",
-                "median",
-            ),
-            Ratio(
-                "`Store` set+get, 4 threads / 1 thread",
-                "core.threads.4",
-                "core.threads.1",
-                "median",
-            ),
-        ],
-    )
-
-
-# name -> (file under docs/, what goes between its markers)
-BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
-    "performance.store": ("performance.md", _perf_store),
-    "performance.disk": ("performance.md", _perf_disk),
-    "performance.saver": ("performance.md", _perf_saver),
-    "performance.missed": ("performance.md", _missed),
-    "performance.noise": ("performance.md", _noise),
-    "performance.envelope": ("performance.md", _envelope),
-    "disk.costs": ("disk.md", _disk_costs),
-    "postgres.costs": ("postgres.md", _postgres),
-    "langgraph.costs": ("langgraph.md", _langgraph),
-    "architecture.design": ("architecture.md", _architecture),
-}
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Section "core": the in-memory Store (issue 2 limits)."""
+"""Section "core": the in-memory Store's snapshots, diffs, throughput and threads."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import copy
 import gc
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from _harness import Results, as_nested_dict, gen_entries, pick_changes, small_value
+from _config import Config
+from _harness import as_nested_dict, gen_entries, pick_changes, small_value
+from _results import Results
 
 import swarmstate as ss
-from swarmstate._bench import Op, interleave, latency_stats, throughput
-
-if TYPE_CHECKING:
-    from run import Config
+from swarmstate._bench import Op, interleave_rounds, round_stats, throughput
 
 
 def _snapshots(cfg: Config, res: Results) -> None:
@@ -27,42 +26,41 @@ def _snapshots(cfg: Config, res: Results) -> None:
         store.set_many(entries)
         stores[n] = store
         dicts[n] = as_nested_dict(entries)
-    ops = [Op(str(n), lambda i, s=s: s.snapshot()) for n, s in stores.items()]
-    samples = interleave(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    ops = [Op(f"snap.{n}", lambda i, s=s: s.snapshot()) for n, s in stores.items()]
+    # deepcopy is 5-6 orders of magnitude slower: a few calls per round, same rounds.
+    few = max(cfg.rounds, cfg.iters // 500)
+    ops += [
+        Op(f"deep.{n}", lambda i, d=d: copy.deepcopy(d), calls=few, warmup=1)
+        for n, d in dicts.items()
+    ]
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     for n in cfg.snapshot_sizes:
-        res.add(
-            f"core.snapshot.Store.{n}",
-            latency_stats(samples[str(n)]),
-            section="core",
-            group="snapshot",
-            subject="Store.snapshot()",
-            param=n,
-        )
-    # deepcopy is 5-6 orders of magnitude slower: fewer calls, same interleaving.
-    calls = max(5, cfg.iters // 500)
-    ops = [Op(str(n), lambda i, d=d: copy.deepcopy(d)) for n, d in dicts.items()]
-    samples = interleave(ops, calls=calls, rounds=min(cfg.rounds, calls), warmup=1)
-    for n in cfg.snapshot_sizes:
-        res.add(
-            f"core.snapshot.deepcopy.{n}",
-            latency_stats(samples[str(n)]),
-            section="core",
-            group="snapshot",
-            subject="copy.deepcopy(dict)",
-            param=n,
-        )
-    res.limit(
-        2,
-        "snapshot at 100,000 entries / at 100",
-        "core.snapshot.Store.100000",
-        "core.snapshot.Store.100",
+        for kind, subject in (("snap", "Store.snapshot()"), ("deep", "copy.deepcopy(dict)")):
+            name = "Store" if kind == "snap" else "deepcopy"
+            res.add(
+                f"core.snapshot.{name}.{n}",
+                round_stats(samples[f"{kind}.{n}"]),
+                section="core",
+                group="snapshot",
+                subject=subject,
+                param=n,
+                batch="core.snapshot",
+            )
+    small, big, deep = min(cfg.snapshot_sizes), max(cfg.snapshot_sizes), cfg.deepcopy_size
+    res.claim(
+        "core.snapshot.flat",
+        f"snapshot of {big:,} entries / of {small:,}",
+        f"core.snapshot.Store.{big}",
+        f"core.snapshot.Store.{small}",
         2.0,
     )
-    res.limit(
-        2,
-        "deepcopy of 50,000 entries / snapshot of 50,000",
-        "core.snapshot.deepcopy.50000",
-        "core.snapshot.Store.50000",
+    res.claim(
+        "core.snapshot.vs_deepcopy",
+        f"copy.deepcopy of {deep:,} entries / Store.snapshot of {deep:,}",
+        f"core.snapshot.deepcopy.{deep}",
+        f"core.snapshot.Store.{deep}",
         10_000.0,
         op=">=",
     )
@@ -71,7 +69,8 @@ def _snapshots(cfg: Config, res: Results) -> None:
 def _diffs(cfg: Config, res: Results) -> None:
     rng = cfg.rng("core.diff")
     ops: list[Op] = []
-    for label, namespaces, per_ns in cfg.diff_layouts:
+    layouts = cfg.diff_layouts()
+    for label, namespaces, per_ns in layouts:
         entries = gen_entries(rng, namespaces, per_ns)
         store = ss.Store()
         for start in range(0, len(entries), 5_000):
@@ -92,50 +91,45 @@ def _diffs(cfg: Config, res: Results) -> None:
                 lambda i, s=store, t=targets, v=values: s.set(*t[i % 1_000], v[i % 1_000]),
             ),
         ]
-    samples = interleave(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
-    for label, namespaces, per_ns in cfg.diff_layouts:
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
+    for label, namespaces, per_ns in layouts:
         meta = {"section": "core", "param": label, "namespaces": namespaces, "keys_per_ns": per_ns}
-        res.add(
-            f"core.diff.1.{label}",
-            latency_stats(samples[f"diff1.{label}"]),
-            group="diff",
-            subject="Snapshot.diff, 1 change",
-            **meta,
-        )
-        res.add(
-            f"core.diff.100.{label}",
-            latency_stats(samples[f"diff100.{label}"]),
-            group="diff",
-            subject="Snapshot.diff, 100 changes",
-            **meta,
-        )
-        res.add(
-            f"core.set.{label}",
-            latency_stats(samples[f"set.{label}"]),
-            group="diff",
-            subject="Store.set (small dict)",
-            **meta,
-        )
+        meta["batch"] = "core.diff"
+        for kind, row, subject in (
+            ("diff1", "diff.1", "Snapshot.diff, 1 change"),
+            ("diff100", "diff.100", "Snapshot.diff, 100 changes"),
+            ("set", "set", "Store.set (small dict)"),
+        ):
+            res.add(
+                f"core.{row}.{label}",
+                round_stats(samples[f"{kind}.{label}"]),
+                group="diff",
+                subject=subject,
+                **meta,
+            )
     del ops, samples
     gc.collect()
-    res.limit(
-        2,
-        "diff of 1 change, 20,000 namespaces / 2,000",
-        "core.diff.1.ns20000",
-        "core.diff.1.ns2000",
+    (few, _, _), (many, n_many, _), (one, _, k_one), (big, _, k_big) = layouts
+    res.claim(
+        "core.diff.flat_namespaces",
+        f"diff of 1 change, {n_many:,} namespaces / {cfg.diff_namespaces[0]:,}",
+        f"core.diff.1.{many}",
+        f"core.diff.1.{few}",
         2.0,
     )
-    res.limit(
-        2,
-        "diff of 1 change, one namespace of 100,000 keys / 1,000",
-        "core.diff.1.one100000",
-        "core.diff.1.one1000",
+    res.claim(
+        "core.diff.flat_keys",
+        f"diff of 1 change, one namespace of {k_big:,} keys / of {k_one:,}",
+        f"core.diff.1.{big}",
+        f"core.diff.1.{one}",
         2.0,
     )
-    for label in ("ns20000", "one100000"):
-        res.limit(
-            2,
-            f"diff of 1 change / one Store.set ({label})",
+    for label, what in ((many, f"{n_many:,} namespaces"), (big, f"one namespace of {k_big:,}")):
+        res.claim(
+            f"core.diff.vs_set.{label.rstrip('0123456789')}",
+            f"diff of 1 change / one Store.set, {what}",
             f"core.diff.1.{label}",
             f"core.set.{label}",
             5.0,
@@ -177,48 +171,45 @@ def _throughput(cfg: Config, res: Results) -> None:
 
     got = throughput(
         {"store": store_run, "dict": dict_run, "set_many": many_run, "set": single_run},
-        rounds=cfg.rounds + 2,
+        rounds=cfg.throughput_rounds,
     )
+    meta = {"section": "core", "param": len(items), "batch": "core.throughput"}
     res.add(
         "core.setget.Store",
         got["store"],
-        section="core",
         group="throughput",
         subject="Store.set + Store.get, small dict",
-        param=len(items),
+        **meta,
     )
     res.add(
         "core.setget.dict",
         got["dict"],
-        section="core",
         group="throughput",
         subject="dict[(ns, key)] = dumps(v); loads(...)",
-        param=len(items),
+        **meta,
     )
     res.add(
         "core.set_many.50",
         got["set_many"],
-        section="core",
         group="batch",
         subject="Store.set_many, batches of 50",
-        param=len(items),
+        **meta,
     )
     res.add(
         "core.set_many.single",
         got["set"],
-        section="core",
         group="batch",
         subject="Store.set, one at a time",
-        param=len(items),
+        **meta,
     )
-    res.limit(
-        2,
-        "set+get throughput / plain dict of codec bytes",
+    res.claim(
+        "core.throughput.vs_dict",
+        "set+get ops/s: Store / a plain dict of codec bytes",
         "core.setget.Store",
         "core.setget.dict",
         0.5,
-        metric="median",
         op=">=",
+        per_call=False,
     )
 
 
@@ -252,7 +243,7 @@ def _threads(cfg: Config, res: Results) -> None:
 
         return run
 
-    got = throughput({str(t): make(t) for t in cfg.thread_counts}, rounds=cfg.rounds + 2)
+    got = throughput({str(t): make(t) for t in cfg.thread_counts}, rounds=cfg.throughput_rounds)
     for t in cfg.thread_counts:
         res.add(
             f"core.threads.{t}",
@@ -261,15 +252,16 @@ def _threads(cfg: Config, res: Results) -> None:
             group="threads",
             subject="Store set+get, distinct namespaces",
             param=t,
+            batch="core.threads",
         )
-    res.limit(
-        2,
-        "set+get throughput, 4 threads / 1 thread",
+    res.claim(
+        "core.threads.scaling",
+        "set+get ops/s in total: 4 threads / 1 thread",
         "core.threads.4",
         "core.threads.1",
         0.8,
-        metric="median",
         op=">=",
+        per_call=False,
     )
 
 
@@ -329,7 +321,9 @@ def _design(cfg: Config, res: Results) -> None:
         return copy_
 
     ops.append(Op("list", list_copy))
-    samples = interleave(ops, calls=max(50, cfg.iters // 10), rounds=cfg.rounds, warmup=5)
+    # No claim compares these rows: a few rounds are enough.
+    rounds = min(cfg.rounds, 5)
+    samples = interleave_rounds(ops, calls=max(50, cfg.iters // 10), rounds=rounds, warmup=5)
     rows = {
         "trie": ("design.diff1.trie.10000", "Snapshot.diff, 1 change in 10,000 entries"),
         "pmap": ("design.diff1.pmap_eq.10000", "pyrsistent PMap ==, 1 change in 10,000"),
@@ -338,8 +332,8 @@ def _design(cfg: Config, res: Results) -> None:
     }
     for name, (row, subject) in rows.items():
         if name in samples:
-            res.add(row, latency_stats(samples[name]), section="core", group="design",
-                    subject=subject)  # fmt: skip
+            res.add(row, round_stats(samples[name]), section="core", group="design",
+                    subject=subject, batch="core.design")  # fmt: skip
 
     per_thread = max(5_000, cfg.throughput_entries)  # long enough for GIL switches to matter
     lanes = [gen_entries(rng, 1, per_thread) for _ in range(4)]
@@ -366,7 +360,7 @@ def _design(cfg: Config, res: Results) -> None:
         return run
 
     runs = {f"{kind}.{t}": make(kind == "lock", t) for kind in ("lock", "nolock") for t in (1, 4)}
-    got = throughput(runs, rounds=cfg.rounds)
+    got = throughput(runs, rounds=rounds)
     for name, figures in got.items():
         kind, threads = name.split(".")
         res.add(
@@ -376,6 +370,7 @@ def _design(cfg: Config, res: Results) -> None:
             group="design",
             subject=f"dict+dirty-mark writes, {'one shared lock' if kind == 'lock' else 'no lock'}",
             param=int(threads),
+            batch="core.design.threads",
         )
 
 

@@ -1,19 +1,18 @@
-"""Section "disk": DiskStore snapshots, restore/diff, the write floor, several writers (issue 3)."""
+"""Section "disk": DiskStore snapshots, restore/diff, the write floor, several writers."""
 
 from __future__ import annotations
 
 import importlib.util
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from _harness import Results, bare_apsw, blob_value, gen_entries, pick_changes
+from _config import Config
+from _harness import bare_apsw, blob_value, gen_entries, pick_changes
+from _results import Results
 
 import swarmstate as ss
-from swarmstate._bench import Op, interleave, latency_stats, parallel_writers
-
-if TYPE_CHECKING:
-    from run import Config
+from swarmstate._bench import Op, interleave_rounds, parallel_writers, round_stats
 
 
 def _disk_store_available() -> bool:
@@ -44,15 +43,18 @@ def _snapshot_restore_diff(cfg: Config, res: Results, workdir: Path) -> None:
         _fill(store, entries)
         stores[n], entries_of[n] = store, entries
     ops = [Op(str(n), lambda i, s=s: s.snapshot()) for n, s in stores.items()]
-    samples = interleave(ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
+    samples = interleave_rounds(
+        ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
     for n in cfg.disk_sizes:
         res.add(
             f"disk.snapshot.{n}",
-            latency_stats(samples[str(n)]),
+            round_stats(samples[str(n)]),
             section="disk",
             group="snapshot",
             subject="DiskStore.snapshot() (NORMAL)",
             param=n,
+            batch="disk.snapshot",
         )
 
     diff_ops: list[Op] = []
@@ -74,24 +76,28 @@ def _snapshot_restore_diff(cfg: Config, res: Results, workdir: Path) -> None:
                     setup=lambda i, s=store, b=batches: s.set_many(b[i % 8]),
                 )
             )
-    samples = interleave(diff_ops, calls=cfg.iters, rounds=cfg.rounds, warmup=cfg.warmup)
-    calls = max(20, cfg.iters // 10)
-    restored = interleave(restore_ops, calls=calls, rounds=cfg.rounds, warmup=5)
+    samples = interleave_rounds(
+        diff_ops, calls=cfg.few_calls(cfg.iters), rounds=cfg.rounds, warmup=cfg.warmup
+    )
+    calls = cfg.few_calls(cfg.iters // 10)
+    restored = interleave_rounds(restore_ops, calls=calls, rounds=cfg.rounds, warmup=5)
     for n in cfg.disk_sizes:
         for k in cfg.disk_changes:
             meta = {"section": "disk", "param": n, "changes": k}
             res.add(
                 f"disk.diff.{k}.{n}",
-                latency_stats(samples[f"{k}.{n}"]),
+                round_stats(samples[f"{k}.{n}"]),
                 group="diff",
                 subject=f"Snapshot.diff after {k} changes",
+                batch="disk.diff",
                 **meta,
             )
             res.add(
                 f"disk.restore.{k}.{n}",
-                latency_stats(restored[f"{k}.{n}"]),
+                round_stats(restored[f"{k}.{n}"]),
                 group="restore",
                 subject=f"DiskStore.restore after {k} changes",
+                batch="disk.restore",
                 **meta,
             )
     for store in stores.values():
@@ -133,13 +139,14 @@ def _restore_floor(
                 c.execute("COMMIT")
 
             ops.append(Op(f"{k}.{n}", rewrite))
-    calls = max(20, cfg.iters // 10)
-    samples = interleave(ops, calls=calls, rounds=cfg.rounds, warmup=5)
+    calls = cfg.few_calls(cfg.iters // 10)
+    samples = interleave_rounds(ops, calls=calls, rounds=cfg.rounds, warmup=5)
     for n in entries_of:
         for k in cfg.disk_changes:
             res.add(
                 f"disk.restore.floor.{k}.{n}",
-                latency_stats(samples[f"{k}.{n}"]),
+                round_stats(samples[f"{k}.{n}"]),
+                batch="disk.restore_floor",
                 section="disk",
                 group="restore_floor",
                 subject=f"bare apsw: {k} random keys rewritten in one transaction",
@@ -171,19 +178,20 @@ def _write_floor(cfg: Config, res: Results, workdir: Path, have_disk: bool) -> N
             ops.insert(
                 0, Op("disk", lambda i, s=store: s.set("docs", keys[i % 256], blobs[pick(i)]))
             )
-        calls = cfg.iters if level == "NORMAL" else max(50, cfg.iters // 10)
-        samples = interleave(ops, calls=calls, rounds=cfg.rounds, warmup=cfg.warmup)
+        calls = cfg.iters if level == "NORMAL" else cfg.few_calls(cfg.iters // 10)
+        samples = interleave_rounds(ops, calls=calls, rounds=cfg.rounds, warmup=cfg.warmup)
         meta = {"section": "disk", "group": "write_floor", "param": level, "value_bytes": 10_240}
+        meta["batch"] = f"disk.set10k.{level}"
         res.add(
             f"disk.set10k.bare.{level}",
-            latency_stats(samples["bare"]),
+            round_stats(samples["bare"]),
             subject=f"bare apsw INSERT OR REPLACE (WAL, {level})",
             **meta,
         )
         if have_disk:
             res.add(
                 f"disk.set10k.DiskStore.{level}",
-                latency_stats(samples["disk"]),
+                round_stats(samples["disk"]),
                 subject=f"DiskStore.set (WAL, {level})",
                 **meta,
             )
@@ -236,29 +244,31 @@ def section_disk(cfg: Config, res: Results, workdir: Path) -> None:
     _write_floor(cfg, res, workdir, have_disk)
     if have_disk:
         _writers(cfg, res, workdir)
-    res.limit(
-        3,
-        "snapshot at 100,000 entries / at 1,000",
-        "disk.snapshot.100000",
-        "disk.snapshot.1000",
+    small, big = min(cfg.disk_sizes), max(cfg.disk_sizes)
+    res.claim(
+        "disk.snapshot.flat",
+        f"DiskStore snapshot, {big:,} entries / {small:,}",
+        f"disk.snapshot.{big}",
+        f"disk.snapshot.{small}",
         2.0,
     )
-    big, small = max(cfg.disk_sizes), min(cfg.disk_sizes)
-    for k in (1, 100):
+    for k in cfg.disk_changes:
         for op in ("restore", "diff"):
-            res.limit(
-                3,
-                f"{op} after {k} change(s), 100,000 entries / 1,000",
-                f"disk.{op}.{k}.100000",
-                f"disk.{op}.{k}.1000",
+            changes = "1 change" if k == 1 else f"{k} changes"
+            res.claim(
+                f"disk.{op}.flat.{k}",
+                f"DiskStore {op} after {changes}, {big:,} entries / {small:,}",
+                f"disk.{op}.{k}.{big}",
+                f"disk.{op}.{k}.{small}",
                 2.0,
                 floor=(f"disk.restore.floor.{k}.{big}", f"disk.restore.floor.{k}.{small}")
                 if op == "restore"
                 else None,
+                floor_label=f"growth of DiskStore restore after {changes}, {small:,} to {big:,}",
             )
-    res.limit(
-        3,
-        "DiskStore.set of 10 kB (NORMAL) / bare apsw INSERT OR REPLACE (NORMAL)",
+    res.claim(
+        "disk.set10k.vs_bare",
+        "10 kB write at NORMAL: DiskStore.set / a bare apsw INSERT OR REPLACE",
         "disk.set10k.DiskStore.NORMAL",
         "disk.set10k.bare.NORMAL",
         1.3,

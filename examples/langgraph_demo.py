@@ -2,24 +2,28 @@
 
 Plain Python nodes, no LLM, no network. The demo runs several steps, pauses
 on an interrupt and resumes it, forks the thread from an older checkpoint,
-and diffs two whole-store snapshots.
+and diffs two whole-store snapshots; then it prints the commands that show
+what it wrote.
 
     pip install ".[disk,langgraph]"
-    python examples/langgraph_demo.py            # in a temporary directory
-    python examples/langgraph_demo.py state.db   # or in a file you keep
+    python examples/langgraph_demo.py                  # writes ./langgraph_demo.db afresh
+    python examples/langgraph_demo.py --db state.db    # another file
+    python examples/langgraph_demo.py --keep           # add a thread to the file's threads
 """
 
 from __future__ import annotations
 
+import argparse
 import operator
-import sys
-import tempfile
+import os
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
+from swarmstate import SwarmStateError
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
@@ -71,12 +75,32 @@ def describe(keys: list[tuple[str, str]]) -> str:
     return ", ".join(f"{n} in {t}" for t, n in sorted(threads.items())) or "nothing"
 
 
-def main(path: Path) -> None:
+def fresh_file(path: Path) -> None:
+    """Remove the store a previous run left at ``path``; refuse to remove anything else."""
+    if not path.exists():
+        return
+    DiskStore(path, readonly=True).close()  # raises unless it is a swarmstate store
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        if os.path.exists(name):
+            os.remove(name)
+
+
+def free_thread_id(saver: SwarmStateSaver) -> str:
+    """``article-1``, or the first ``article-N`` the kept file does not hold yet."""
+    n = 1
+    while saver.get_tuple({"configurable": {"thread_id": f"article-{n}"}}) is not None:
+        n += 1
+    return f"article-{n}"
+
+
+def main(path: Path) -> str:
+    """Run the demo into ``path``; returns the thread id it wrote."""
     print(f"checkpoints go to {path}\n")
     with DiskStore(path) as store:
         saver = SwarmStateSaver(store)
         graph = build(saver)
-        config: Any = {"configurable": {"thread_id": "article-1"}}
+        thread_id = free_thread_id(saver)
+        config: Any = {"configurable": {"thread_id": thread_id}}
 
         print("1. run until the review step asks a human")
         out = graph.invoke({"topic": "checkpointing"}, config)
@@ -121,11 +145,28 @@ def main(path: Path) -> None:
             f"   checkpoints in the thread: {len(list(saver.list(config)))} "
             f"(there were {len(history)} after the resume, more after the fork)"
         )
+    return thread_id
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        main(Path(sys.argv[1]))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp) / "langgraph_demo.db")
+    parser = argparse.ArgumentParser(description="LangGraph checkpointed by swarmstate.")
+    parser.add_argument(
+        "--db", type=Path, default=Path("langgraph_demo.db"), help="the SQLite file to write"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep what the file holds and add a new thread"
+    )
+    parser.add_argument("file", nargs="?", type=Path, help="the same as --db (older spelling)")
+    args = parser.parse_args()
+    if args.file is not None:
+        args.db = args.file
+    try:
+        if not args.keep:
+            fresh_file(args.db)
+        thread = main(args.db)
+    except SwarmStateError as exc:
+        parser.exit(1, f"langgraph_demo: {exc}\n")
+    db = shlex.quote(str(args.db))
+    print("\nlook at what it wrote (read-only):")
+    print(f"   swarmstate threads {db}")
+    print(f"   swarmstate history {db} {shlex.quote(thread)}")

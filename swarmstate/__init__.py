@@ -8,11 +8,13 @@ LangGraph checkpointer over any of them.
 from swarmstate._base import BaseStore, Diff, Snapshot
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
+    CorruptDataError,
     DecodeError,
     IncompatibleStoreError,
     InvalidArgumentError,
     InvalidKeyError,
     MissingDependencyError,
+    ReadOnlyStoreError,
     SnapshotError,
     StorageError,
     StoreClosedError,
@@ -27,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BaseStore",
+    "CorruptDataError",
     "DecodeError",
     "Diff",
     "Ext",
@@ -34,6 +37,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidKeyError",
     "MissingDependencyError",
+    "ReadOnlyStoreError",
     "Snapshot",
     "SnapshotError",
     "StorageError",

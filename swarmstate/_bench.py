@@ -7,7 +7,8 @@ same way to a store and to its peer:
 * per-call latency: every call is timed on its own (``perf_counter_ns``),
   warm-up calls are run first and thrown away, and the contenders of one
   comparison run in interleaved rounds (order flipped each round), so a
-  burst of machine noise lands on all of them instead of one;
+  burst of machine noise lands on all of them instead of one; garbage is
+  collected between rounds and never inside one, as ``timeit`` does;
 * throughput: whole batches are timed, again in interleaved rounds, and the
   median round is reported (the best round is kept too);
 * nothing is an absolute pass/fail: limits are ratios between rows measured
@@ -38,9 +39,12 @@ __all__ = [
     "environment",
     "footprint",
     "interleave",
+    "interleave_rounds",
     "latency_stats",
     "make_values",
     "parallel_writers",
+    "round_stats",
+    "saver_rows",
     "throughput",
 ]
 
@@ -70,44 +74,83 @@ class Op:
 
     ``i`` counts from 0 across warm-up and measured calls, so an op that
     consumes pre-built inputs (the next checkpoint, the next key) indexes them.
+    ``calls`` and ``warmup`` override the comparison's counts for this op (a
+    far slower contender makes fewer calls in the same rounds).
     """
 
     name: str
     call: Callable[[int], object]
     setup: Callable[[int], object] | None = None
+    calls: int | None = None
+    warmup: int | None = None
+
+
+def interleave_rounds(
+    ops: Sequence[Op], *, calls: int, rounds: int = 5, warmup: int = 20
+) -> dict[str, list[list[int]]]:
+    """Time individual calls of each op (ns each), in alternating rounds; samples per round.
+
+    Every op takes its turn in every round (order flipped each round), so a
+    burst of machine noise lands on all of them, and a ratio between two ops
+    can be taken round by round.
+    """
+    index = dict.fromkeys((op.name for op in ops), 0)
+    samples: dict[str, list[list[int]]] = {op.name: [] for op in ops}
+    clock = time.perf_counter_ns
+    for op in ops:
+        for _ in range(warmup if op.warmup is None else op.warmup):
+            i = index[op.name]
+            if op.setup is not None:
+                op.setup(i)
+            op.call(i)
+            index[op.name] = i + 1
+    rounds = max(1, rounds)
+    counts = {op.name: _split(max(rounds, calls if op.calls is None else op.calls), rounds)
+              for op in ops}  # fmt: skip
+    enabled = gc.isenabled()
+    # Everything built so far (stores, threads, recorded data) is left out
+    # of the collections below, so each costs the garbage of one round.
+    gc.collect()
+    gc.freeze()
+    try:
+        for r in range(rounds):
+            order = list(ops) if r % 2 == 0 else list(reversed(ops))
+            # As timeit does: collect between rounds, never inside one.
+            gc.collect()
+            gc.disable()
+            for op in order:
+                out: list[int] = []
+                call, setup = op.call, op.setup
+                i = index[op.name]
+                n = counts[op.name][r]
+                for j in range(i, i + n):
+                    if setup is not None:
+                        setup(j)
+                    t0 = clock()
+                    call(j)
+                    out.append(clock() - t0)
+                samples[op.name].append(out)
+                index[op.name] = i + n
+            if enabled:
+                gc.enable()
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+    return samples
+
+
+def _split(calls: int, rounds: int) -> list[int]:
+    return [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
 
 
 def interleave(
     ops: Sequence[Op], *, calls: int, rounds: int = 5, warmup: int = 20
 ) -> dict[str, list[int]]:
     """Time ``calls`` individual calls of each op (ns each), in alternating rounds."""
-    index = dict.fromkeys((op.name for op in ops), 0)
-    samples: dict[str, list[int]] = {op.name: [] for op in ops}
-    clock = time.perf_counter_ns
-    for op in ops:
-        for _ in range(warmup):
-            i = index[op.name]
-            if op.setup is not None:
-                op.setup(i)
-            op.call(i)
-            index[op.name] = i + 1
     rounds = max(1, min(rounds, calls))
-    per_round = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
-    for r, n in enumerate(per_round):
-        order = list(ops) if r % 2 == 0 else list(reversed(ops))
-        gc.collect()
-        for op in order:
-            out = samples[op.name]
-            call, setup = op.call, op.setup
-            i = index[op.name]
-            for j in range(i, i + n):
-                if setup is not None:
-                    setup(j)
-                t0 = clock()
-                call(j)
-                out.append(clock() - t0)
-            index[op.name] = i + n
-    return samples
+    per_round = interleave_rounds(ops, calls=calls, rounds=rounds, warmup=warmup)
+    return {name: [t for part in parts for t in part] for name, parts in per_round.items()}
 
 
 def _percentile(ordered: Sequence[int], q: float) -> float:
@@ -131,6 +174,14 @@ def latency_stats(samples_ns: Sequence[int]) -> dict[str, float | int]:
         "min": round(ordered[0] / us, 4),
         "mean": round(statistics.fmean(ordered) / us, 4),
     }
+
+
+def round_stats(per_round: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """:func:`latency_stats` of all calls, plus the p50 of each round (``rounds_p50``)."""
+    flat = [t for part in per_round for t in part]
+    out: dict[str, Any] = dict(latency_stats(flat))
+    out["rounds_p50"] = [round(_percentile(sorted(part), 50) / 1000.0, 4) for part in per_round]
+    return out
 
 
 def throughput(
@@ -175,6 +226,19 @@ def make_values(rng: random.Random, count: int, *, size: int = 64) -> list[dict[
         }
         for _ in range(count)
     ]
+
+
+def saver_rows(
+    tmp: Path, *, calls: int, lengths: list[int], rounds: int, seed: object = 7
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Checkpointer rows on LangGraph's recorded call pattern (needs the ``langgraph`` extra).
+
+    See :func:`swarmstate._bench_savers.saver_rows`; imported only when called,
+    so this module still loads without LangGraph.
+    """
+    from swarmstate._bench_savers import saver_rows as measure
+
+    return measure(tmp, calls=calls, lengths=lengths, rounds=rounds, seed=seed)
 
 
 # -- several processes on one DiskStore file --------------------------------

@@ -10,6 +10,7 @@ about swarmstate::
     ├── UnsupportedTypeError (TypeError)     value holds a type the codec refuses
     ├── ValueOutOfRangeError (ValueError)    int outside msgpack's 64-bit range
     ├── DecodeError (ValueError)             bytes are not a valid swarmstate value
+    │   └── CorruptDataError                 a stored checkpoint cannot be read back
     ├── InvalidArgumentError (ValueError)    malformed argument (batch entry, limit,
     │                                        reverse, max_history, an option)
     ├── SnapshotError (ValueError)           snapshot from another store (or a copy
@@ -17,7 +18,8 @@ about swarmstate::
     ├── StoreClosedError (RuntimeError)      the store was closed
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── StorageError (OSError)               the backing file or server failed
-        └── IncompatibleStoreError           foreign, torn or newer-schema storage
+        ├── IncompatibleStoreError           foreign, torn or newer-schema storage
+        └── ReadOnlyStoreError (PermissionError) a write through a read-only store
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ class DecodeError(SwarmStateError, ValueError):
     """Bytes handed to :func:`swarmstate.loads` are not a valid value."""
 
 
+class CorruptDataError(DecodeError):
+    """Stored checkpoint data is damaged, truncated, or not what the saver wrote.
+
+    The message names the thread, checkpoint namespace and checkpoint id.
+    """
+
+
 class InvalidArgumentError(SwarmStateError, ValueError):
     """An argument has the wrong shape, type or range (a batch entry, a limit, a flag)."""
 
@@ -65,3 +74,7 @@ class StorageError(SwarmStateError, OSError):
 
 class IncompatibleStoreError(StorageError):
     """The storage was written by something else, is damaged, or has a newer schema."""
+
+
+class ReadOnlyStoreError(StorageError, PermissionError):
+    """A write was attempted through a store opened read-only."""

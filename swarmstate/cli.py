@@ -1,346 +1,307 @@
-"""The ``swarmstate`` command: ``benchmark`` (a result file for bug reports) and ``inspect``.
+"""The swarmstate command: look into a store without changing it, and measure this machine.
 
-Works on a base install plus the ``disk`` extra: nothing from LangGraph or
-matplotlib is imported here.
+Every command that takes PATH opens it read-only (see :mod:`swarmstate._cli.source`).
+This module only parses arguments, runs the command and turns failures into
+one line on stderr and an exit status; the commands live in :mod:`swarmstate._cli`.
+Importing it imports neither LangGraph nor matplotlib.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
+import os
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn
 
-from swarmstate import _bench
+import swarmstate
+from swarmstate._cli import render
+from swarmstate._cli.source import InputError, open_store
 from swarmstate._errors import SwarmStateError
-from swarmstate._memory import Store
 
-__all__ = ["main"]
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
-LANGGRAPH_HINT = (
-    'For the LangGraph comparisons: pip install "swarmstate[bench,langgraph]" '
-    "and run python benchmarks/run.py from a source checkout."
-)
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
 
+DESCRIPTION = """\
+Look into a swarmstate store without changing it, and measure this machine.
 
-@dataclass(frozen=True)
-class _Sizes:
-    """How much work each part of ``swarmstate benchmark`` does."""
+PATH is a DiskStore file, or a PostgreSQL database given as a URL
+(postgresql://...) or a libpq key=value string. It is always opened
+read-only: nothing is created or written, a 0-byte or foreign file is refused
+as it is, and a command does not wait behind another process's write."""
 
-    calls: int  # per-call latency samples per store (FULL gets a tenth)
-    batch: int  # entries written by the set_many throughput run
-    writers: tuple[int, ...]
-    writes_per_process: int
-    rounds: int
+EPILOG = """\
+exit status:
+  0  success
+  1  the command could not do its work: PATH is missing, unreadable or not a
+     swarmstate store, a thread or checkpoint does not exist, check found
+     problems, an optional extra is missing, or --out cannot be written
+  2  usage error: unknown command, missing or malformed argument
 
+Every error is one line on stderr. --json prints a stable document
+(its keys are listed in docs/cli.md)."""
 
-_SIZES = {
-    "tiny": _Sizes(calls=30, batch=200, writers=(1, 2), writes_per_process=20, rounds=2),
-    "default": _Sizes(
-        calls=2_000, batch=10_000, writers=(1, 2, 4), writes_per_process=500, rounds=3
-    ),
-    "full": _Sizes(
-        calls=10_000, batch=50_000, writers=(1, 2, 4, 8), writes_per_process=2_000, rounds=5
-    ),
-}
+_DEBUG_ENV = "SWARMSTATE_DEBUG"  # set to 1 for a traceback of an unexpected error
 
 
-class _TextBar:
-    """A minimal progress bar on stderr for when tqdm is not installed."""
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line and exit status 2."""
 
-    def __init__(self, total: int, stream: TextIO) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-
-    def set_description(self, text: str) -> None:
-        self._draw(text)
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        self._draw("")
-
-    def _draw(self, text: str) -> None:
-        width = 30
-        filled = width * self.done // max(1, self.total)
-        bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(f"\r[{bar}] {self.done}/{self.total} {text:<40.40}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-class _NullBar:
-    """Progress reporting switched off."""
+def _at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an int no smaller than ``least``, else a usage error."""
+    kind = "a positive integer" if least == 1 else f"an integer >= {least}"
 
-    def set_description(self, text: str) -> None:
-        pass
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
+        return value
 
-    def update(self, n: int = 1) -> None:
-        pass
-
-
-@contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Any]:
-    if not enabled:
-        yield _NullBar()
-        return
-    try:
-        from tqdm import tqdm  # type: ignore[import-untyped]
-
-        bar: Any = tqdm(total=total, file=sys.stderr, leave=False)
-    except ImportError:
-        bar = _TextBar(total, sys.stderr)
-    try:
-        yield bar
-    finally:
-        bar.close()
+    return parse
 
 
-def _disk_store_class() -> tuple[Any, str | None]:
-    """DiskStore, or None and the reason it cannot be used."""
-    try:
-        from swarmstate.backends.disk import DiskStore
-    except ImportError as exc:
-        return None, f'{exc} (install it with: pip install "swarmstate[disk]")'
-    return DiskStore, None
-
-
-def _setter(store: Any, values: list[Any]) -> Callable[[int], object]:
-    def call(i: int) -> object:
-        return store.set(f"ns{i % 16}", f"k{i:08d}", values[i % 256])
-
-    return call
-
-
-def _getter(store: Any) -> Callable[[int], object]:
-    def call(i: int) -> object:
-        return store.get(f"ns{i % 16}", f"k{i:08d}")
-
-    return call
-
-
-def _snapshotter(store: Any) -> Callable[[int], object]:
-    def call(i: int) -> object:
-        return store.snapshot()
-
-    return call
-
-
-def _store_rows(
-    sizes: _Sizes, tmp: Path, step: Callable[[str], None]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Per-call set/get latency and set_many throughput of each store."""
-    disk_cls, why = _disk_store_class()
-    factories: dict[str, tuple[Callable[[], Any], str, int]] = {
-        "Store": (Store, "none (in memory)", sizes.calls),
-    }
-    skipped: dict[str, str] = {}
-    if disk_cls is None:
-        skipped["DiskStore"] = str(why)
-    else:
-        for level in ("NORMAL", "FULL"):
-
-            def open_disk(level: str = level) -> Any:
-                return disk_cls(tmp / f"bench-{level}.db", synchronous=level)
-
-            factories[f"DiskStore {level}"] = (
-                open_disk,
-                f"WAL, synchronous={level}",
-                sizes.calls if level == "NORMAL" else max(20, sizes.calls // 10),
-            )
-    import random
-
-    rng = random.Random(7)
-    values = _bench.make_values(rng, 256)
-    rows: dict[str, Any] = {}
-    for name, (factory, fsync, calls) in factories.items():
-        step(f"{name}: set/get")
-        store = factory()
-        ops = [_bench.Op("set", _setter(store, values)), _bench.Op("get", _getter(store))]
-        samples = _bench.interleave(ops, calls=calls, rounds=sizes.rounds, warmup=10)
-        step(f"{name}: set_many")
-        entries = [(f"batch{i % 16}", f"b{i:08d}", values[i % 256]) for i in range(sizes.batch)]
-        batches = [entries[i : i + 50] for i in range(0, len(entries), 50)]
-        if "FULL" in name:
-            batches = batches[: max(2, len(batches) // 10)]
-        t0 = time.perf_counter()
-        for batch in batches:
-            store.set_many(batch)
-        many = sum(len(b) for b in batches) / (time.perf_counter() - t0)
-        snap = _bench.interleave(
-            [_bench.Op("snapshot", _snapshotter(store))],
-            calls=min(calls, 200),
-            rounds=1,
-            warmup=2,
-        )
-        store.close()
-        rows[name] = {
-            "fsync": fsync,
-            "set": _bench.latency_stats(samples["set"]),
-            "get": _bench.latency_stats(samples["get"]),
-            "set_ops_per_s": round(len(samples["set"]) / (sum(samples["set"]) / 1e9), 1),
-            "get_ops_per_s": round(len(samples["get"]) / (sum(samples["get"]) / 1e9), 1),
-            "set_many_50_entries_per_s": round(many, 1),
-            "snapshot": _bench.latency_stats(snap["snapshot"]),
-        }
-    return rows, skipped
-
-
-def _writer_rows(sizes: _Sizes, tmp: Path, step: Callable[[str], None]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    one: float | None = None
-    for n in sizes.writers:
-        step(f"{n} writer process(es)")
-        got = _bench.parallel_writers(tmp / f"writers-{n}.db", n, sizes.writes_per_process)
-        if n == 1:
-            one = got["ops_per_s"] or None
-        scaling = got["ops_per_s"] / one if one else None
-        got["scaling"] = round(scaling, 3) if scaling else None
-        got["efficiency"] = round(scaling / n, 3) if scaling else None
-        out.append(got)
-    return out
-
-
-def run_benchmark(size: str = "default", *, progress: bool = True) -> dict[str, Any]:
-    """Run the store workloads in a throwaway directory; the result document."""
-    sizes = _SIZES[size]
-    disk_ok = _disk_store_class()[0] is not None
-    total = 1 + (2 * 2 if disk_ok else 0) + 1 + (len(sizes.writers) if disk_ok else 0)
-    started = time.perf_counter()
-    with (
-        tempfile.TemporaryDirectory(prefix="swarmstate-bench-") as tmp,
-        _progress(total, progress) as bar,
-    ):
-
-        def step(text: str) -> None:
-            bar.set_description(text)
-            bar.update(1)
-
-        stores, skipped = _store_rows(sizes, Path(tmp), step)
-        writers = _writer_rows(sizes, Path(tmp), step) if disk_ok else []
-        if not disk_ok:
-            skipped["writers"] = skipped.get("DiskStore", "DiskStore unavailable")
-    settings = {"size": size, **sizes.__dict__}
-    return {
-        "schema": 1,
-        "kind": "swarmstate benchmark",
-        "environment": _bench.environment(settings),
-        "stores": stores,
-        "writers": writers,
-        "footprint": {**_bench.footprint(), "wall_s": round(time.perf_counter() - started, 2)},
-        "skipped": skipped,
-        "hint": LANGGRAPH_HINT,
-    }
-
-
-def format_report(doc: dict[str, Any]) -> str:
-    """The human-readable table printed by ``swarmstate benchmark``."""
-    env = doc["environment"]
-    lines = [
-        f"swarmstate {env['packages'].get('swarmstate')} · Python {env['python']} · "
-        f"{env['platform']} · {env['cpu_count']} CPUs",
-        "",
-        f"{'store':<18}{'fsync':<26}{'set p50':>9}{'set p99':>9}{'get p50':>9}"
-        f"{'set/s':>11}{'set_many/s':>12}{'snap p50':>10}",
-    ]
-    for name, row in doc["stores"].items():
-        lines.append(
-            f"{name:<18}{row['fsync']:<26}{row['set']['p50']:>7.1f}µs{row['set']['p99']:>7.1f}µs"
-            f"{row['get']['p50']:>7.1f}µs{row['set_ops_per_s']:>11,.0f}"
-            f"{row['set_many_50_entries_per_s']:>12,.0f}{row['snapshot']['p50']:>8.1f}µs"
-        )
-    if doc["writers"]:
-        lines += [
-            "",
-            "writer processes on one DiskStore file (spawn, NORMAL):",
-            f"{'processes':>10}{'total ops/s':>14}{'scaling':>9}{'efficiency':>12}{'errors':>8}",
-        ]
-        for w in doc["writers"]:
-            scaling = "—" if w["scaling"] is None else f"{w['scaling']:.2f}x"
-            eff = "—" if w["efficiency"] is None else f"{w['efficiency']:.0%}"
-            lines.append(
-                f"{w['processes']:>10}{w['ops_per_s']:>14,.0f}{scaling:>9}{eff:>12}{w['errors']:>8}"
-            )
-    fp = doc["footprint"]
-    lines += [
-        "",
-        f"footprint: max RSS {fp['max_rss_mb']} MB (writers {fp['children_max_rss_mb']} MB), "
-        f"CPU {fp['cpu_user_s'] + fp['cpu_system_s']:.1f} s (+{fp['children_cpu_s']} s in "
-        f"writers), wall {fp['wall_s']} s",
-    ]
-    for what, why in doc["skipped"].items():
-        lines.append(f"skipped {what}: {why}")
-    lines.append(doc["hint"])
-    return "\n".join(lines)
-
-
-def _cmd_benchmark(args: argparse.Namespace) -> int:
-    size = "tiny" if args.tiny else ("full" if args.full else "default")
-    doc = run_benchmark(size, progress=not args.no_progress)
-    print(format_report(doc))
-    if args.out is not None:
-        args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {args.out} (attach it to a bug report)")
-    return 0
-
-
-def _cmd_inspect(args: argparse.Namespace) -> int:
-    path: Path = args.path
-    if not path.is_file():
-        print(f"swarmstate inspect: {path} is not a file", file=sys.stderr)
-        return 2
-    disk_cls, why = _disk_store_class()
-    if disk_cls is None:
-        print(f"swarmstate inspect: {why}", file=sys.stderr)
-        return 2
-    with disk_cls(path) as store:
-        names = store.namespaces()
-        print(f"{path}: {len(store):,} entries in {len(names):,} namespaces")
-        for ns in names[: args.limit]:
-            print(f"  {ns!r}: {store.count(ns):,}")
-        if len(names) > args.limit:
-            print(f"  ... {len(names) - args.limit:,} more (use --limit)")
-        snaps = store.snapshots()
-        print(f"{len(snaps)} snapshot(s)")
-        for snap in snaps[-args.limit :]:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.timestamp))
-            print(
-                f"  #{snap.id} parent={snap.parent} {when} entries={snap.count:,} "
-                f"bytes={snap.size_bytes:,}"
-            )
-    return 0
+_positive = _at_least(1)
+_non_negative = _at_least(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``swarmstate`` command."""
-    parser = argparse.ArgumentParser(prog="swarmstate", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    bench = sub.add_parser("benchmark", help="measure the stores on this machine")
+    parser = _Parser(
+        prog="swarmstate",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"swarmstate {swarmstate.__version__}"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(
+            name,
+            help=text,
+            description=text[0].upper() + text[1:] + ".",
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if name != "benchmark":
+            cmd.add_argument("path", metavar="PATH", help="DiskStore file or PostgreSQL DSN")
+        return cmd
+
+    def output(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument("--json", action="store_true", help="print JSON (keys in docs/cli.md)")
+        cmd.add_argument(
+            "--schema", default="swarmstate", help="PostgreSQL schema (default %(default)s)"
+        )
+
+    threads = command("threads", "LangGraph threads: checkpoints, namespaces, last activity, bytes")
+    output(threads)
+    threads.set_defaults(func=_cmd_threads)
+
+    history = command("history", "checkpoints of one thread, newest first")
+    history.add_argument("thread", metavar="THREAD", help="thread id")
+    history.add_argument("--ns", default=None, help="only this checkpoint namespace")
+    history.add_argument("--limit", type=_positive, default=None, help="at most N checkpoints")
+    output(history)
+    history.set_defaults(func=_cmd_history)
+
+    show = command("show", "one checkpoint: channel values summarized, pending writes, metadata")
+    show.add_argument("thread", metavar="THREAD", help="thread id")
+    show.add_argument(
+        "checkpoint", metavar="CHECKPOINT", nargs="?", help="checkpoint id (default the latest)"
+    )
+    show.add_argument(
+        "--ns", default=None, help="checkpoint namespace (default the root one, for the latest)"
+    )
+    show.add_argument(
+        "--messages", type=_non_negative, default=3, help="last messages shown per channel"
+    )
+    output(show)
+    show.set_defaults(func=_cmd_show)
+
+    diff = command("diff", "what changed between two checkpoints: channels, messages")
+    diff.add_argument("thread", metavar="THREAD", help="thread id")
+    diff.add_argument("a", metavar="A", help="the earlier checkpoint id")
+    diff.add_argument("b", metavar="B", help="the later checkpoint id")
+    diff.add_argument("--ns", default=None, help="checkpoint namespace of both")
+    output(diff)
+    diff.set_defaults(func=_cmd_diff)
+
+    inspect = command("inspect", "store-level view: namespaces, entry counts, snapshots")
+    inspect.add_argument(
+        "--limit", type=_positive, default=20, help="namespaces and snapshots shown"
+    )
+    output(inspect)
+    inspect.set_defaults(func=_cmd_inspect)
+
+    check = command("check", "SQLite integrity check and every entry decoded; lists bad ones")
+    output(check)
+    check.set_defaults(func=_cmd_check)
+
+    bench = command("benchmark", "measure the stores on this machine (for bug reports)")
     bench.add_argument("--full", action="store_true", help="the whole sweep (slower)")
-    bench.add_argument("--out", type=Path, default=None, help="write the JSON result here")
-    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+    shown = bench.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--progress", action="store_true", help="progress on stderr even when not a terminal"
+    )
+    shown.add_argument("--no-progress", action="store_true", help="no progress at all")
     bench.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests only
     bench.set_defaults(func=_cmd_benchmark)
-    inspect = sub.add_parser("inspect", help="namespaces, counts and snapshots of a DiskStore file")
-    inspect.add_argument("path", type=Path)
-    inspect.add_argument("--limit", type=int, default=20, help="namespaces/snapshots shown")
-    inspect.set_defaults(func=_cmd_inspect)
     return parser
 
 
+# -- commands ---------------------------------------------------------------------
+
+
+def _require_langgraph() -> None:
+    """Import the saver before the views: its error names the extra when LangGraph is missing."""
+    importlib.import_module("swarmstate.integrations.langgraph")
+
+
+def _saver(store: Any) -> Any:
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    return SwarmStateSaver(store)
+
+
+def _view(
+    args: argparse.Namespace,
+    build: Callable[[Any], dict[str, Any]],
+    text: Callable[[dict[str, Any]], str],
+) -> dict[str, Any]:
+    """Open PATH read-only, build the view's document, print it as JSON or text."""
+    with open_store(args.path, schema=args.schema) as store:
+        doc = build(store)
+    print(render.to_json(doc) if args.json else text(doc))
+    return doc
+
+
+def _cmd_threads(args: argparse.Namespace) -> int:
+    _require_langgraph()
+    from swarmstate._cli import threads as views
+
+    _view(args, lambda store: views.threads_view(_saver(store)), render.render_threads)
+    return EXIT_OK
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    _require_langgraph()
+    from swarmstate._cli import threads as views
+
+    def build(store: Any) -> dict[str, Any]:
+        return views.history_view(_saver(store), args.thread, args.ns, args.limit)
+
+    _view(args, build, render.render_history)
+    return EXIT_OK
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    _require_langgraph()
+    from swarmstate._cli import threads as views
+
+    def build(store: Any) -> dict[str, Any]:
+        saver = _saver(store)
+        return views.show_view(saver, args.thread, args.checkpoint, args.ns, args.messages)
+
+    _view(args, build, render.render_show)
+    return EXIT_OK
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    _require_langgraph()
+    from swarmstate._cli import threads as views
+
+    def build(store: Any) -> dict[str, Any]:
+        return views.diff_view(_saver(store), args.thread, args.a, args.b, args.ns)
+
+    _view(args, build, render.render_diff)
+    return EXIT_OK
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from swarmstate._cli.store_views import inspect_view
+
+    _view(
+        args,
+        lambda store: inspect_view(store, args.limit),
+        lambda doc: render.render_inspect(doc, args.path),
+    )
+    return EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from swarmstate._cli.store_views import check_view
+
+    doc = _view(args, check_view, lambda doc: render.render_check(doc, args.path))
+    return EXIT_OK if doc["ok"] else EXIT_ERROR
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from swarmstate._cli import bench
+
+    if args.out is not None:
+        bench.check_writable(args.out)
+    size = "tiny" if args.tiny else ("full" if args.full else "default")
+    progress = args.progress or (not args.no_progress and sys.stderr.isatty())
+    doc = bench.run_benchmark(size, progress=progress)
+    print(bench.format_report(doc))
+    if args.out is not None:
+        bench.write_result(doc, args.out)
+        print(f"wrote {args.out} (attach it to a bug report)")
+    return EXIT_OK
+
+
+# -- entry point --------------------------------------------------------------------
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``swarmstate`` console script."""
+    """Entry point of the ``swarmstate`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
+    prog = f"swarmstate {args.command}"
     try:
         result: int = args.func(args)
-    except SwarmStateError as exc:  # a bad file or setting: say so, without a traceback
-        print(f"swarmstate {args.command}: {exc}", file=sys.stderr)
-        return 1
+        sys.stdout.flush()
+    except (SwarmStateError, InputError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            return _closed_stdout()
+        print(f"{prog}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get(_DEBUG_ENV) == "1":
+            raise
+        print(
+            f"{prog}: unexpected {type(exc).__name__}: {_one_line(exc)} "
+            f"(a bug: {_DEBUG_ENV}=1 shows the traceback; please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     return result
+
+
+def _closed_stdout() -> int:
+    """The reader of stdout went away (``| head``): stop quietly, without a flush error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_ERROR

@@ -1,4 +1,7 @@
-"""The benchmark suite's own guarantees: seeded data, docs that match the results, the CLI."""
+"""The benchmark suite's own guarantees: seeded data, docs that match the results.
+
+The ``swarmstate benchmark`` command is checked in ``test_cli.py``.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _harness as harness  # noqa: E402
 import report  # noqa: E402
-from run import Config  # noqa: E402
+from _config import Config  # noqa: E402
+from _results import Results  # noqa: E402
+
+from swarmstate._bench_stream import Conversation, Replay  # noqa: E402
 
 
 def _generate(seed: int) -> list[str]:
@@ -28,9 +34,9 @@ def _generate(seed: int) -> list[str]:
     entries = harness.gen_entries(rng, 30, 10)
     changes = harness.pick_changes(cfg.rng("core.diff"), entries, 5, 1)
     blob = harness.blob_value(cfg.rng("disk.floor"), 1_024)
-    stream = harness.CheckpointStream(cfg.rng("memory.stream"), 12)
-    writes = [stream.writes(cfg.rng("memory.writes"), i) for i in range(3)]
-    return [harness.fingerprint(x) for x in (entries, changes, blob, stream.items, writes)]
+    steps = Conversation.record(seed, 12).steps
+    recorded = [(s.checkpoint, s.metadata, s.new_versions, s.tasks) for s in steps]
+    return [harness.fingerprint(x) for x in (entries, changes, blob, recorded)]
 
 
 def test_same_seed_builds_identical_benchmark_data() -> None:
@@ -42,11 +48,140 @@ def test_a_different_seed_builds_different_data() -> None:
     assert all(a != b for a, b in zip(first, other, strict=True))
 
 
-def test_checkpoint_stream_ids_sort_in_step_order() -> None:
-    stream = harness.CheckpointStream(harness.random.Random(3), 50)
-    ids = [cp["id"] for cp, _, _ in stream.items]
+@pytest.fixture(scope="module")
+def conversation() -> Conversation:
+    return Conversation.record(7, 120)
+
+
+def test_recorded_checkpoint_ids_sort_in_step_order(conversation: Conversation) -> None:
+    ids = [step.checkpoint["id"] for step in conversation.steps]
     assert ids == sorted(ids)
-    assert len(set(ids)) == 50
+    assert len(set(ids)) == len(ids) == 120
+
+
+def test_the_recording_has_the_shape_the_runtime_builds(conversation: Conversation) -> None:
+    previous: dict[str, Any] = {}
+    for step in conversation.steps:
+        cp = step.checkpoint
+        assert {"channel_versions", "versions_seen", "updated_channels"} <= set(cp)
+        changed = {ch for ch, v in cp["channel_versions"].items() if previous.get(ch) != v}
+        # new_versions holds exactly the channels whose version moved, nothing else.
+        assert set(step.new_versions) == changed
+        assert all(cp["channel_versions"][ch] == v for ch, v in step.new_versions.items())
+        previous = dict(cp["channel_versions"])
+    sources = {step.metadata["source"] for step in conversation.steps}
+    assert sources == {"input", "loop"}
+
+
+def test_every_step_but_a_turns_last_has_pending_writes_with_task_paths(
+    conversation: Conversation,
+) -> None:
+    for k, step in enumerate(conversation.steps):
+        turn_ends = (
+            k + 1 < len(conversation) and conversation.steps[k + 1].metadata["source"] == "input"
+        )
+        assert bool(step.tasks) != turn_ends, k
+        for task in step.tasks:
+            assert task.task_path.startswith("~__pregel_pull, ")
+            assert task.writes
+    parallel = [step for step in conversation.steps if len(step.tasks) == 2]
+    assert parallel, "tools and remember run as two tasks of one step"
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_thread_length_carries_pending_writes(quick: bool) -> None:
+    cfg = Config.make(None, 7, quick=quick, pg_dsn=None)
+    conv = Conversation.record(7, cfg.long_thread)
+    for n in cfg.thread_lengths:
+        # Each thread ends mid-turn: its latest checkpoint has the writes of the step in flight.
+        assert conv.steps[n - 1].tasks, n
+
+
+def test_a_replayed_thread_returns_its_pending_writes(conversation: Conversation) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    replay = Replay(conversation, saver, "t")
+    replay.fill(40)
+    latest = saver.get_tuple(replay.latest_config())
+    assert latest is not None
+    assert latest.pending_writes
+    expected = [w for task in conversation.steps[39].tasks for w in task.writes]
+    assert len(latest.pending_writes) == len(expected)
+    listed = list(saver.list(replay.latest_config(), limit=10))
+    assert sum(len(t.pending_writes or []) for t in listed) > 0
+    assert latest.metadata["run_id"] == replay.run_id(conversation.steps[39].turn)
+
+
+def test_versions_come_from_the_savers_own_get_next_version(conversation: Conversation) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    class Counting(InMemorySaver):
+        def get_next_version(self, current: Any, channel: None = None) -> Any:
+            return f"v{int(str(current or 'v0')[1:]) + 1:06d}"
+
+    replay = Replay(conversation, Counting(), "t")
+    _, cp, _, new_versions = replay.put_args(5)
+    assert all(v.startswith("v") for v in new_versions.values())
+    assert all(v.startswith("v") for v in cp["channel_versions"].values())
+    assert set(new_versions) == set(conversation.steps[5].new_versions)
+
+
+def _latency(p50s: list[float], batch: str = "b") -> dict[str, Any]:
+    return {"p50": sorted(p50s)[len(p50s) // 2], "rounds_p50": p50s, "batch": batch}
+
+
+def test_a_claim_is_the_median_of_per_round_ratios_and_holds_on_its_upper_quartile() -> None:
+    res = Results()
+    res.add("ours", _latency([1.0, 1.0, 1.0, 1.0, 1.0]))
+    res.add("peer", _latency([1.0, 2.0, 2.0, 2.0, 4.0]))
+    claim = res.claim("x.a", "ours / peer", "ours", "peer", 0.6)
+    assert claim["ratio"] == 0.5
+    assert (claim["q1"], claim["q3"]) == (0.5, 0.5)
+    assert claim["holds"] is True
+    tight = res.claim("x.b", "ours / peer", "ours", "peer", 0.49)
+    assert tight["holds"] is False
+    res.add("noisy", _latency([0.5, 0.5, 0.5, 1.5, 2.0]))
+    wide = res.claim("x.c", "noisy / ours", "noisy", "ours", 1.0)
+    assert wide["ratio"] == 0.5
+    assert wide["q3"] == 1.5
+    assert wide["holds"] is False, "the median is within the limit, the spread is not"
+
+
+def test_rows_of_different_rounds_are_not_paired() -> None:
+    res = Results()
+    res.add("ours", _latency([1.0, 1.0, 1.0], batch="a"))
+    res.add("peer", _latency([2.0, 2.0, 2.0], batch="b"))
+    claim = res.claim("x.a", "ours / peer", "ours", "peer", 1.0)
+    assert claim["holds"] is None
+    assert claim["verdict"] == "not paired"
+    assert "same rounds" in claim["note"]
+    assert claim["ratio"] == 0.5
+    assert claim["q1"] is None
+    missing = res.claim("x.b", "ours / gone", "ours", "gone", 1.0)
+    assert missing["verdict"] == "not measured"
+    assert missing["ratio"] is None
+
+
+def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() -> None:
+    from _config import FLOOR_MARGIN
+
+    res = Results()
+    res.add("ours", _latency([1.1, 1.1, 1.1]))
+    res.add("peer", _latency([1.0, 1.0, 1.0]))
+    res.add("floor", _latency([0.95, 0.95, 0.95]))
+    claim = res.claim("x.a", "ours / peer", "ours", "peer", 0.8, floor="floor")
+    assert claim["verdict"] == "below floor"
+    assert claim["floor_ratio"] == 0.95
+    restated = res.claims[-1]
+    assert restated["restates"] == "x.a"
+    assert restated["denominator"] == "floor"
+    assert restated["bound"] == FLOOR_MARGIN
+    assert restated["holds"] is True
+    assert restated["ratio"] == pytest.approx(1.1 / 0.95, abs=1e-3)
+    reachable = res.claim("x.b", "ours / peer", "ours", "peer", 1.2, floor="floor")
+    assert reachable["verdict"] == "holds"
+    assert res.claims[-1] is reachable
 
 
 def test_docs_tables_match_the_results_file() -> None:
@@ -86,7 +221,8 @@ def test_a_changed_result_makes_the_docs_stale() -> None:
     """The comparison above can fail: one cited row moving changes a generated block."""
     doc = _results()
     moved = copy.deepcopy(doc)
-    moved["rows"]["disk.restore.100.100000"]["p50"] *= 1.5
+    big = max(doc["environment"]["settings"]["disk_sizes"])
+    moved["rows"][f"disk.restore.100.{big}"]["p50"] *= 1.5
     before = report.render_docs(doc, ROOT / "docs")
     after = report.render_docs(moved, ROOT / "docs")
     assert [p.name for p in before if before[p] != after[p]] == ["performance.md", "disk.md"]
@@ -99,7 +235,7 @@ def test_every_block_cites_rows_that_exist() -> None:
         assert "not measured" not in block, f"block {name} cites a row the results file lacks"
 
 
-ROW_ID = re.compile(r"`((?:core|disk|durable|memory|postgres)\.[^`]+)`")
+ROW_ID = re.compile(r"`((?:core|disk|durable|memory|postgres|growth)\.[^`]+)`")
 
 
 def test_every_row_id_cited_in_the_docs_exists() -> None:
@@ -130,91 +266,64 @@ def test_docs_quote_no_figures_outside_generated_blocks(name: str) -> None:
     assert not FIGURE.findall(prose), f"hand-typed figures in docs/{name}: {FIGURE.findall(prose)}"
 
 
-def test_every_limit_in_the_results_file_names_rows_that_exist() -> None:
-    doc = json.loads((ROOT / "benchmarks" / "results.json").read_text())
-    for lim in doc["limits"]:
-        if lim["holds"] is None:
+def test_every_claim_in_the_results_file_names_rows_that_exist() -> None:
+    doc = _results()
+    for claim in doc["claims"]:
+        if claim["ratio"] is None:
             continue
-        assert lim["numerator"] in doc["rows"]
-        assert lim["denominator"] in doc["rows"]
+        assert claim["numerator"] in doc["rows"]
+        for row in claim["denominator"].split(" / "):
+            assert row in doc["rows"]
+        assert claim["q1"] <= claim["ratio"] <= claim["q3"]
 
 
-def test_cli_does_not_import_langgraph_or_matplotlib() -> None:
-    code = (
-        "import sys, swarmstate.cli; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('langgraph', 'matplotlib')]; "
-        "print(bad); raise SystemExit(1 if bad else 0)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stdout + out.stderr
+def test_swarmstate_benchmark_saver_rows_replay_the_recorded_conversation(tmp_path: Path) -> None:
+    from swarmstate._bench import saver_rows
+
+    rows, skipped = saver_rows(tmp_path, calls=8, lengths=[5, 50], rounds=2)
+    assert skipped == {}
+    assert set(rows) == {
+        "memory/SwarmStateSaver(Store)",
+        "memory/InMemorySaver",
+        "durable/SwarmStateSaver(DiskStore NORMAL)",
+        "durable/SqliteSaver NORMAL",
+    }
+    for row in rows.values():
+        assert set(row) == {"latest_5", "latest_50", "list10", "put", "put_writes"}
+        assert all(
+            figures["p50"] > 0 and len(figures["rounds_p50"]) == 2 for figures in row.values()
+        )
+        assert row["put"]["n"] == row["put_writes"]["n"] == row["latest_50"]["n"] == 8
+
+
+def _tree(*paths: Path) -> dict[str, tuple[int, int]]:
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file()]
+    return {
+        str(f): (f.stat().st_mtime_ns, f.stat().st_size)
+        for f in files
+        if "runs" not in f.parts and "__pycache__" not in f.parts
+    }
 
 
 @pytest.mark.slow
-def test_swarmstate_benchmark_writes_every_section_with_the_environment(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
+def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninfo: str) -> None:
+    watched = (ROOT / "benchmarks", ROOT / "docs", ROOT / "README.md")
+    before = _tree(*watched)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "swarmstate",
-            "benchmark",
-            "--tiny",
-            "--no-progress",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        cwd=tmp_path,
-    )
+        [sys.executable, "benchmarks/run.py", "--quick", "--iters", "40", "--rounds", "3",
+         "--pg-dsn", pg_conninfo],
+        capture_output=True, text=True, check=False, timeout=600, cwd=ROOT,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert 'pip install "swarmstate[bench,langgraph]"' in proc.stdout
-    doc = json.loads(out.read_text())
-    env = doc["environment"]
-    for field in ("python", "platform", "cpu_count", "packages", "settings"):
-        assert env[field], field
-    assert env["packages"]["swarmstate"]
-    assert set(doc["stores"]) == {"Store", "DiskStore NORMAL", "DiskStore FULL"}
-    for row in doc["stores"].values():
-        assert row["set"]["p50"] > 0
-        assert row["get"]["n"] > 0
-    assert [w["processes"] for w in doc["writers"]] == [1, 2]
-    assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"]), doc["writers"]
-    assert doc["footprint"]["max_rss_mb"] > 0
-    assert doc["skipped"] == {}
-
-
-def test_inspect_reports_a_foreign_file_without_a_traceback(tmp_path: Path) -> None:
-    foreign = tmp_path / "notes.db"
-    foreign.write_text("not a database\n")
-    before = foreign.read_bytes()
-    out = subprocess.run(
-        [sys.executable, "-m", "swarmstate", "inspect", str(foreign)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 1
-    assert "is not a SQLite database" in out.stderr
-    assert "Traceback" not in out.stderr
-    assert foreign.read_bytes() == before
-
-
-def test_inspect_lists_namespaces_and_snapshots_of_a_disk_store(tmp_path: Path) -> None:
-    from swarmstate.backends.disk import DiskStore
-
-    path = tmp_path / "state.db"
-    with DiskStore(path) as store:
-        store.set_many([("a", "x", 1), ("a", "y", 2), ("b", "z", 3)])
-        store.snapshot()
-    out = subprocess.run(
-        [sys.executable, "-m", "swarmstate", "inspect", str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "3 entries in 2 namespaces" in out.stdout
-    assert "'a': 2" in out.stdout
-    assert "1 snapshot(s)" in out.stdout
+    written = Path(re.search(r"^wrote (.+\.json)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
+    try:
+        assert written.parent == ROOT / "benchmarks" / "runs"
+        assert "runs/" in (ROOT / "benchmarks" / ".gitignore").read_text().split()
+        doc = json.loads(written.read_text())
+        unmeasured = [c["label"] for c in doc["claims"] if c["ratio"] is None]
+        assert not unmeasured, unmeasured
+        assert all(c["q1"] <= c["ratio"] <= c["q3"] for c in doc["claims"])
+        assert not (written.parent / "charts").exists(), "charts only when asked"
+        assert _tree(*watched) == before
+    finally:
+        written.unlink()

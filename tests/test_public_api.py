@@ -11,6 +11,7 @@ import swarmstate as ss
 
 EXPECTED = {
     "BaseStore",
+    "CorruptDataError",
     "DecodeError",
     "Diff",
     "Ext",
@@ -18,6 +19,7 @@ EXPECTED = {
     "InvalidArgumentError",
     "InvalidKeyError",
     "MissingDependencyError",
+    "ReadOnlyStoreError",
     "Snapshot",
     "SnapshotError",
     "StorageError",
@@ -55,6 +57,19 @@ def test_documented_import_paths() -> None:
     assert issubclass(disk.DiskStore, ss.BaseStore)
     assert issubclass(postgres.PostgresStore, ss.BaseStore)
     assert langgraph.SwarmStateSaver.__name__ == "SwarmStateSaver"
+
+
+def test_the_langgraph_module_exports_exactly_its_surface() -> None:
+    langgraph = importlib.import_module("swarmstate.integrations.langgraph")
+    assert langgraph.__all__ == sorted(langgraph.__all__)
+    assert set(langgraph.__all__) == {
+        "Retention",
+        "RetentionReport",
+        "SwarmStateSaver",
+        "strict_serializer",
+    }
+    for name in langgraph.__all__:
+        assert hasattr(langgraph, name)
 
 
 def test_package_is_typed() -> None:

@@ -37,6 +37,7 @@ from swarmstate._errors import (
     IncompatibleStoreError,
     InvalidArgumentError,
     MissingDependencyError,
+    ReadOnlyStoreError,
     StorageError,
 )
 
@@ -54,13 +55,18 @@ __all__ = [
     "Connection",
     "apsw",
     "check_header",
+    "check_meta",
     "check_regular",
     "configure",
+    "foreign_error",
     "identify",
+    "identity",
+    "newer_error",
     "open_connection",
     "open_readonly",
     "prepare_file",
     "probe",
+    "read_meta",
     "setup",
     "translate",
     "use_wal",
@@ -340,6 +346,11 @@ def translate(exc: BaseException, path: str, action: str) -> Exception:
             f"{path} is damaged or not a SQLite database ({exc}); restore it from a "
             "backup or point DiskStore at another path"
         )
+    if isinstance(exc, apsw.ReadOnlyError):
+        return ReadOnlyStoreError(
+            f"{path} cannot be written (read-only open, file or filesystem) while trying "
+            f"to {action}: {exc}"
+        )
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StorageError(
             f"{path} stayed locked by another writer longer than busy_timeout while "
@@ -474,26 +485,44 @@ def identify(conn: apsw.Connection, path: str) -> None:
     concurrent opener's setup could commit between them (tables seen, not
     yet the application id).
     """
+    application_id, version, tables = identity(conn)
+    if application_id == 0 and tables == 0:
+        return  # a new, empty database: setup() will make it ours
+    if application_id != APPLICATION_ID:
+        raise foreign_error(
+            path, application_id, tables, "DiskStore will not touch it: point it at a new path"
+        )
+    if version > SCHEMA_VERSION:
+        raise newer_error(path, version)
+
+
+def identity(conn: apsw.Connection) -> tuple[int, int, int]:
+    """Application id, schema version and schema object count, read in one statement."""
     row = conn.execute(
         "SELECT (SELECT application_id FROM pragma_application_id), "
         "(SELECT user_version FROM pragma_user_version), "
         "(SELECT count(*) FROM sqlite_schema)"
     ).fetchone()
     assert row is not None  # a SELECT without FROM always yields one row
-    application_id, version, tables = row
-    if application_id == 0 and tables == 0:
-        return  # a new, empty database: setup() will make it ours
-    if application_id != APPLICATION_ID:
-        raise IncompatibleStoreError(
-            f"{path} is a SQLite database not made by swarmstate (application_id "
-            f"{application_id:#x}, {tables} schema objects); DiskStore will not touch it: "
-            "point it at a new path"
-        )
-    if version > SCHEMA_VERSION:
-        raise IncompatibleStoreError(
-            f"{path} has swarmstate schema version {version}, newer than this "
-            f"swarmstate understands ({SCHEMA_VERSION}); upgrade swarmstate to open it"
-        )
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def foreign_error(
+    path: str, application_id: int, tables: int, advice: str
+) -> IncompatibleStoreError:
+    """The refusal of a SQLite file another program made, with what to do about it."""
+    return IncompatibleStoreError(
+        f"{path} is a SQLite database not made by swarmstate (application_id "
+        f"{application_id:#x}, {tables} schema objects); {advice}"
+    )
+
+
+def newer_error(path: str, version: int) -> IncompatibleStoreError:
+    """The refusal of a file a newer swarmstate wrote."""
+    return IncompatibleStoreError(
+        f"{path} has swarmstate schema version {version}, newer than this "
+        f"swarmstate understands ({SCHEMA_VERSION}); upgrade swarmstate to open it"
+    )
 
 
 def probe(path: str, busy_timeout: float) -> None:
@@ -539,18 +568,28 @@ def setup(conn: apsw.Connection, path: str) -> str:
         conn.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?1)", (str(SCHEMA_VERSION),)
         )
-        rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
-        meta = {str(name): str(value) for name, value in rows}
+        meta = read_meta(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    if meta.get("format") != FORMAT or meta.get("codec") != CODEC:
+    return check_meta(path, meta)
+
+
+def check_meta(path: str, meta: dict[str, str]) -> str:
+    """The store's uid, once the file's recorded format and codec are ours."""
+    if meta.get("format") != FORMAT or meta.get("codec") != CODEC or "uid" not in meta:
         raise IncompatibleStoreError(
             f"{path} records format {meta.get('format')!r} and codec {meta.get('codec')!r}; "
             f"this swarmstate reads only {FORMAT!r} with {CODEC!r}"
         )
-    return str(meta["uid"])
+    return meta["uid"]
+
+
+def read_meta(conn: apsw.Connection) -> dict[str, str]:
+    """The ``meta`` table: format, codec, uid, schema version."""
+    rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
+    return {str(name): str(value) for name, value in rows}
 
 
 def _scalar(conn: apsw.Connection, sql: str) -> Any:

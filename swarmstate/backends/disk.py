@@ -28,11 +28,13 @@ from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
     InvalidKeyError,
+    ReadOnlyStoreError,
     StorageError,
     StoreClosedError,
 )
 from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_readonly as ro
 from swarmstate.backends._sqlite import Connection, apsw
 
 __all__ = ["DiskStore"]
@@ -58,13 +60,19 @@ class DiskStore(BaseStore):
         busy_timeout: Seconds to wait for another writer's lock before
             raising :class:`~swarmstate.StorageError`; also how long
             :meth:`close` and ``fork()`` wait for calls in flight.
+        readonly: Open an existing store for reading only: nothing is
+            created or written (the file may be read-only, on read-only
+            media), reads never wait behind a writer's transaction, and every
+            write raises :class:`~swarmstate.ReadOnlyStoreError`.
 
     Raises:
         StorageError: The directory is missing, the path is not a regular
-            file, or the file cannot be opened.
+            file, or the file cannot be opened (with ``readonly``: the file
+            does not exist, or has a ``-wal`` log without the ``-shm`` file
+            needed to read it).
         IncompatibleStoreError: The file is not SQLite, was made by something
-            else, or by a newer swarmstate. The file (and its ``-wal``) is left
-            byte for byte as it was.
+            else, or by a newer swarmstate (with ``readonly``: also an empty
+            file). The file (and its ``-wal``) is left byte for byte as it was.
 
     Thread-safe and safe for several processes on one host. After ``fork``
     the child opens its own connections on first use.
@@ -77,6 +85,7 @@ class DiskStore(BaseStore):
         synchronous: str = "NORMAL",
         max_history: int | None = None,
         busy_timeout: float = 30.0,
+        readonly: bool = False,
     ) -> None:
         super().__init__(max_history=max_history)
         level = synchronous.upper() if isinstance(synchronous, str) else synchronous
@@ -92,21 +101,27 @@ class DiskStore(BaseStore):
             raise InvalidArgumentError(
                 f"busy_timeout must be a positive number of seconds, got {busy_timeout!r}"
             )
+        if type(readonly) is not bool:
+            raise InvalidArgumentError(f"readonly must be True or False, got {readonly!r}")
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.synchronous: str = level
         self.busy_timeout = float(busy_timeout)
+        self.readonly = readonly
         self._file = str(self.path)
         self._closed = False
         self._reset_process_state()
         process.register(self)
-        existed = sql.prepare_file(self._file)
+        existed = False if self.readonly else sql.prepare_file(self._file)
         try:
-            if existed:
-                self._retry_busy(
-                    lambda: sql.probe(self._file, self.busy_timeout),
-                    (apsw.BusyError, apsw.LockedError),
-                )
-            self._uid = self._open_file()
+            if self.readonly:
+                self._uid = ro.identify_readonly(self._conn(), self._file)
+            else:
+                if existed:
+                    self._retry_busy(
+                        lambda: sql.probe(self._file, self.busy_timeout),
+                        (apsw.BusyError, apsw.LockedError),
+                    )
+                self._uid = self._open_file()
         except apsw.Error as exc:
             self.close()
             raise sql.translate(exc, self._file, "open the store") from exc
@@ -156,6 +171,7 @@ class DiskStore(BaseStore):
 
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
+        self._check_writable()
         conn = self._conn()
         with self._write_lock:
             try:
@@ -183,7 +199,7 @@ class DiskStore(BaseStore):
                 process.ABANDONED.extend(conn for _, conn in self._conns)
             self._reset_process_state()
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or (self.readonly and ro.went_stale(self._file, self._local.stamp)):
             conn = self._new_connection()
         return conn
 
@@ -196,10 +212,15 @@ class DiskStore(BaseStore):
                 "from a process started with spawn or forkserver, or fork when no write runs"
             )
         try:
-            conn = sql.open_connection(self._file)
-            sql.configure(conn, self.synchronous, self.busy_timeout)
+            if self.readonly:
+                conn, self._local.stamp = ro.open_readonly(self._file)
+                ro.configure_readonly(conn, self.busy_timeout)
+            else:
+                conn = sql.open_connection(self._file)
+                sql.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
             raise self._fail(exc, "open a connection") from exc
+        current = threading.current_thread()
         with self._conns_lock:
             if self._closed:  # close() ran since _conn() checked: this one is not its to close
                 conn.close()
@@ -207,12 +228,14 @@ class DiskStore(BaseStore):
             alive = []
             for thread_ref, other in self._conns:
                 thread = thread_ref()
-                if thread is None or not thread.is_alive():
+                if thread is None or not thread.is_alive() or thread is current:
+                    # Its thread is gone, or this one replaces it (a read-only
+                    # connection that went stale): nothing else can be using it.
                     with suppress(apsw.Error):
-                        other.close()  # its thread is gone; nothing can be using it
+                        other.close()
                 else:
                     alive.append((thread_ref, other))
-            alive.append((weakref.ref(threading.current_thread()), conn))
+            alive.append((weakref.ref(current), conn))
             self._conns = alive
         self._local.conn = conn
         return conn
@@ -264,8 +287,16 @@ class DiskStore(BaseStore):
             )
         return sql.translate(exc, self._file, action)
 
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise ReadOnlyStoreError(
+                f"DiskStore({self._file!r}) was opened with readonly=True; "
+                "open it without readonly to write"
+            )
+
     def _write(self, action: str, body: Callable[[Connection], _T]) -> _T:
         """Run ``body`` in one write transaction that holds the write lock from the start."""
+        self._check_writable()
         conn = self._conn()
         with self._write_lock:
             try:
@@ -361,6 +392,8 @@ class DiskStore(BaseStore):
     # -- writes ----------------------------------------------------------
 
     def _put(self, pair: Pair, data: bytes) -> None:
+        if self.readonly:  # tested inline: set is the hot path
+            self._check_writable()
         params = (pair[0], pair[1], len(data), data)
         conn = self._conn()
         # One autocommit statement takes the write lock at its start (no
@@ -527,6 +560,8 @@ class DiskStore(BaseStore):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"synchronous={self.synchronous}"
+        if self.readonly and not self._closed:
+            state = "readonly"
         return f"DiskStore({self._file!r}, {state})"
 
 

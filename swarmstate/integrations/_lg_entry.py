@@ -1,38 +1,75 @@
 """How the LangGraph checkpointer turns one checkpoint into one store value.
 
-Two layouts, both msgpack arrays, told apart by their first byte:
+Four layouts, all msgpack arrays, told apart by their first byte. The two
+written today hold the checkpoint *without* its channel values, which are
+stored once per ``(channel, version)`` beside it (:mod:`._lg_values`):
 
-* ``0x94``, four elements, the usual one: ``[metadata, parent id, run id,
-  checkpoint]`` as one document of the saver's serializer, when that
-  serializer writes plain msgpack (LangGraph's ``JsonPlusSerializer``
-  does). Its bytes are the stored value as they are (``raw`` store writes
-  and reads): a put encodes the checkpoint once and copies it no more, and
-  a read hands the stored bytes straight to the serializer.
-* ``0x96``, six elements, for serializers of another format (encryption,
+* ``0x95``, five elements, the usual one: ``[metadata, parent id, run id,
+  checkpoint, inline]`` as one document of the saver's serializer, when
+  that serializer writes plain msgpack (LangGraph's ``JsonPlusSerializer``
+  does). Its bytes are stored as they are (``raw`` store writes and reads).
+* ``0x97``, seven elements, for serializers of another format (encryption,
   pickle, ...): ``[checkpoint type, checkpoint bytes, metadata type,
-  metadata bytes, parent id, run id]`` in the store's own codec.
+  metadata bytes, parent id, run id, inline]`` in the store's own codec.
+
+``inline`` maps a channel to the stored form of its value at the
+checkpoint's version (:mod:`._lg_values`), for the forms small enough to
+ride along in every checkpoint: small values (a counter, a route, a flag)
+and the refs of every list. Cheaper than an entry of their own, and copied
+from the parent's entry, never re-read from the live value, while they do
+not change.
+
+Two earlier layouts held the whole checkpoint, channel values included; they
+are still read (and a thread written in them can be extended):
+
+* ``0x94``: ``[metadata, parent id, run id, checkpoint]``, one serializer document;
+* ``0x96``: ``[checkpoint type, checkpoint bytes, metadata type, metadata
+  bytes, parent id, run id]``.
 
 Metadata comes first, so a metadata filter or a run-id lookup reads the
 head of the value (:func:`head`) without decoding the checkpoint.
+
+Every decoded entry is checked for shape before it is returned: bytes that
+are not one of these layouts raise :class:`~swarmstate.CorruptDataError`,
+never a builtin error or a value of the wrong type.
 
 This module has no LangGraph import; the serializer is passed in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import msgpack
 
 from swarmstate._codec import dumps, loads
-from swarmstate._errors import DecodeError
+from swarmstate._errors import CorruptDataError, SwarmStateError
 
-__all__ = ["decode", "encode", "encode_typed", "head"]
+__all__ = ["Decoded", "decode", "encode", "head"]
 
-_SERDE: int = 0x94  # fixarray of 4: the serializer's own document
-_TYPED: int = 0x96  # fixarray of 6: typed pairs in the store's codec
+_SERDE_WHOLE: int = 0x94  # fixarray of 4: the serializer's document, values inside
+_SERDE: int = 0x95  # fixarray of 5: the serializer's document, values beside
+_TYPED_WHOLE: int = 0x96  # fixarray of 6: typed pairs, values inside
+_TYPED: int = 0x97  # fixarray of 7: typed pairs, values beside
 _PAGE = 4096
+
+
+class Decoded(NamedTuple):
+    """A stored checkpoint entry, decoded and checked."""
+
+    metadata: dict[str, Any]
+    parent_id: str | None
+    checkpoint: dict[str, Any]
+    inline: dict[str, list[Any]] | None
+    """The stored forms carried in the entry; None when the entry holds every value."""
+
+    @property
+    def shared(self) -> bool:
+        """True when the channel values are stored beside the entry, by version."""
+        return self.inline is not None
 
 
 class _NeedsSerializer(Exception):
@@ -44,69 +81,126 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 
 
 def encode(
-    serde: Any, checkpoint: Any, metadata: Any, parent_id: str | None, run_id: str | None
+    serde: Any,
+    checkpoint: Any,
+    metadata: Any,
+    parent_id: str | None,
+    run_id: str | None,
+    inline: dict[str, list[Any]],
+    *,
+    typed: bool = False,
 ) -> bytes | None:
-    """The stored bytes of one checkpoint with its metadata, parent and run id.
+    """The stored bytes of one checkpoint (without its values), its metadata and inline forms.
 
-    None when ``serde`` did not write plain msgpack for the whole entry: then
-    :func:`encode_typed` is the layout to use.
+    The serializer's own document (``0x95``); None when ``serde`` did not
+    write plain msgpack for it: then call again with ``typed=True`` for the
+    seven-element layout of typed pairs (``0x97``), which always succeeds.
     """
-    kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint])
-    if kind == "msgpack" and data[:1] == b"\x94":
+    if typed:
+        pairs = [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata)]
+        return dumps([*pairs, parent_id, run_id, inline])
+    kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint, inline])
+    if kind == "msgpack" and data[:1] == b"\x95":
         return bytes(data)
     return None
 
 
-def encode_typed(
-    serde: Any, checkpoint: Any, metadata: Any, parent_id: str | None, run_id: str | None
-) -> bytes:
-    """The six-element layout: the checkpoint and the metadata as typed pairs."""
-    return dumps([*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata), parent_id, run_id])
+def decode(serde: Any, data: bytes) -> Decoded:
+    """The checked contents of stored bytes; :class:`CorruptDataError` if they are not."""
+    with _reading(data):
+        first = data[0]
+        if first in (_SERDE_WHOLE, _SERDE):
+            entry = serde.loads_typed(("msgpack", data))
+            if type(entry) is not list or len(entry) != first - 0x90:
+                raise CorruptDataError("not the saver's array")
+            metadata, parent_id, _, checkpoint = entry[:4]
+            inline = entry[4] if first == _SERDE else None
+        else:
+            entry = _typed(data)
+            metadata = _metadata(serde, entry)
+            parent_id = entry[4]
+            checkpoint = serde.loads_typed((entry[0], entry[1]))
+            inline = entry[6] if first == _TYPED else None
+    _check_shape(metadata, parent_id, checkpoint, inline)
+    return Decoded(metadata, parent_id, checkpoint, inline)
 
 
-def decode(serde: Any, data: bytes) -> tuple[Any, str | None, Any]:
-    """``(metadata, parent id, checkpoint)`` of stored bytes."""
-    if data[0] == _SERDE:
-        metadata, parent_id, _, checkpoint = serde.loads_typed(("msgpack", data))
-        return metadata, parent_id, checkpoint
-    entry = _typed(data)
-    return _metadata(serde, entry), entry[4], serde.loads_typed((entry[0], entry[1]))
+@contextlib.contextmanager
+def _reading(data: bytes) -> Iterator[None]:
+    """Turn any failure to decode stored bytes into :class:`CorruptDataError`."""
+    try:
+        yield
+    except SwarmStateError as exc:
+        raise CorruptDataError(f"{len(data)} stored bytes: {exc}") from exc
+    except Exception as exc:  # any failure to decode stored bytes means they are damaged
+        raise CorruptDataError(
+            f"{len(data)} stored bytes do not decode ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, inline: Any) -> None:
+    if type(metadata) is not dict:
+        raise CorruptDataError(f"its metadata is a {type(metadata).__name__}, not a dict")
+    if parent_id is not None and type(parent_id) is not str:
+        raise CorruptDataError(f"its parent id is a {type(parent_id).__name__}, not a str")
+    if type(checkpoint) is not dict:
+        raise CorruptDataError(f"the checkpoint is a {type(checkpoint).__name__}, not a dict")
+    if type(checkpoint.get("channel_versions")) is not dict:
+        raise CorruptDataError("the checkpoint has no channel_versions dict")
+    if inline is None:
+        if type(checkpoint.get("channel_values")) is not dict:
+            raise CorruptDataError("the checkpoint has no channel_values dict")
+        return
+    if type(inline) is not dict or not all(
+        type(form) is list and form and type(form[0]) is int for form in inline.values()
+    ):
+        raise CorruptDataError("its inline values are not a dict of stored forms")
 
 
 def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
     """``(metadata, parent id, run id)`` of stored bytes, leaving the checkpoint undecoded."""
-    if data[0] == _SERDE:
-        # Streamed a page at a time: a large checkpoint is neither copied nor read
-        # past its head (and no buffer limit applies to it).
-        unpacker = msgpack.Unpacker(
-            io.BytesIO(data),
-            read_size=_PAGE,
-            max_buffer_size=max(len(data), _PAGE),
-            raw=False,
-            strict_map_key=False,
-            ext_hook=_refuse_ext,
-        )
-        unpacker.read_array_header()
-        try:
-            return unpacker.unpack(), unpacker.unpack(), unpacker.unpack()
-        except _NeedsSerializer:  # e.g. a datetime in the metadata
-            metadata, parent_id, run_id, _ = serde.loads_typed(("msgpack", data))
-            return metadata, parent_id, run_id
-    entry = _typed(data)
-    return _metadata(serde, entry), entry[4], entry[5]
+    with _reading(data):
+        if data[0] in (_SERDE_WHOLE, _SERDE):
+            return _serde_head(serde, data)
+        entry = _typed(data)
+        return _metadata(serde, entry), entry[4], entry[5]
+
+
+def _serde_head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
+    # Streamed a page at a time: a large checkpoint is neither copied nor read
+    # past its head (and no buffer limit applies to it).
+    unpacker = msgpack.Unpacker(
+        io.BytesIO(data),
+        read_size=_PAGE,
+        max_buffer_size=max(len(data), _PAGE),
+        raw=False,
+        strict_map_key=False,
+        ext_hook=_refuse_ext,
+    )
+    unpacker.read_array_header()
+    try:
+        metadata, parent_id, run_id = unpacker.unpack(), unpacker.unpack(), unpacker.unpack()
+    except _NeedsSerializer:  # e.g. a datetime in the metadata
+        metadata, parent_id, run_id = serde.loads_typed(("msgpack", data))[:3]
+    if type(metadata) is not dict:
+        raise CorruptDataError(f"its metadata is a {type(metadata).__name__}, not a dict")
+    return metadata, parent_id, run_id
 
 
 def _metadata(serde: Any, entry: list[Any]) -> Any:
-    # swarmstate 0.1.0 before this layout stored plain metadata as it is,
+    # swarmstate 0.1.0 before the typed layout stored plain metadata as it is,
     # with None for its type: still read as written.
     return entry[3] if entry[2] is None else serde.loads_typed((entry[2], entry[3]))
 
 
 def _typed(data: bytes) -> list[Any]:
-    entry = loads(data)
-    if data[0] != _TYPED or type(entry) is not list or len(entry) != 6:
-        raise DecodeError(
-            f"a checkpoint entry of {len(data)} bytes has neither known layout "
-            f"(first byte {data[0]:#x}); was it written by SwarmStateSaver?"
+    first = data[0]
+    if first not in (_TYPED_WHOLE, _TYPED):
+        raise CorruptDataError(
+            f"first byte {first:#x} starts none of the saver's layouts; "
+            "was it written by SwarmStateSaver?"
         )
+    entry = loads(data)
+    if type(entry) is not list or len(entry) != first - 0x90:
+        raise CorruptDataError("not the saver's typed array")
     return entry

@@ -14,10 +14,14 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     langgraph:t F(thread) F(checkpoint_ns) c   O(checkpoint id) "c"            checkpoint
                                                O(checkpoint id) "w" F(task) idx  pending write
     langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
+    langgraph:t F(thread) F(checkpoint_ns) v   F(channel) V(version)           channel value
+    langgraph:t F(thread) F(checkpoint_ns) s   segment key (random)             list segment
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
 
 A checkpoint entry's value (its layouts: :mod:`._lg_entry`) holds the
-checkpoint with its metadata, parent id and run id; a pending write's is
+checkpoint with its metadata, parent id and run id; its channel values are
+stored once per ``(channel, version)`` beside it (:mod:`._lg_values`, with
+list values cut into shared segments by :mod:`._lg_lists`); a pending write's is
 ``[task id, idx, task path, channel, type, bytes]``. A checkpoint key ends in
 :data:`CHECKPOINT`; a write key ends in its index's last digit, so the last
 character tells them apart.
@@ -38,6 +42,9 @@ just before the checkpoint itself:
 * one checkpoint with its writes: one range ``[O(id), O(id) + "x")``;
 * ``list(before=id, limit=k)``: one reverse range with ``stop=O(id)``.
 
+``V(version)`` tags a channel version with its type (``s`` str, ``i`` int,
+``f`` float) so that ``"1"`` and ``1`` never share a key.
+
 ``O(x)`` escapes the two lowest code points and appends a terminator:
 ``\\x01`` -> ``\\x01\\x03``, ``\\x00`` -> ``\\x01\\x02``, then ``\\x01\\x01``. This
 keeps code-point order (``O(a) < O(b)`` iff ``a < b``, whatever follows) and
@@ -56,7 +63,9 @@ __all__ = [
     "ID_END",
     "ROOT",
     "RUNS",
+    "SEGMENTS",
     "THREADS",
+    "VALUES",
     "WRITE",
     "checkpoint_id_of",
     "checkpoint_key",
@@ -72,7 +81,10 @@ __all__ = [
     "run_namespace",
     "runs_seen",
     "scope",
+    "segments",
     "thread_prefix",
+    "value_key",
+    "values",
     "write_key",
 ]
 
@@ -83,6 +95,10 @@ CHECKPOINTS: Final = "c"
 """Kind letter ending a checkpoint namespace."""
 RUNS_SEEN: Final = "r"
 """Kind letter ending the namespace of the runs that wrote to a checkpoint namespace."""
+VALUES: Final = "v"
+"""Kind letter ending the namespace of a checkpoint namespace's channel values."""
+SEGMENTS: Final = "s"
+"""Kind letter ending the namespace of a checkpoint namespace's list segments."""
 _END: Final = "\x01\x01"
 ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
@@ -200,6 +216,28 @@ def runs_seen(thread_id: str, checkpoint_ns: str) -> str:
 
 def _thread_namespace(thread_id: str, checkpoint_ns: str, kind: str) -> str:
     return f"{THREADS}{field(thread_id)}{field(checkpoint_ns)}{kind}"
+
+
+def values(thread_id: str, checkpoint_ns: str) -> str:
+    """Namespace of the channel values of one (thread, checkpoint namespace)."""
+    return _thread_namespace(thread_id, checkpoint_ns, VALUES)
+
+
+def segments(thread_id: str, checkpoint_ns: str) -> str:
+    """Namespace of the list segments of one (thread, checkpoint namespace)."""
+    return _thread_namespace(thread_id, checkpoint_ns, SEGMENTS)
+
+
+def value_key(channel: str, version: object) -> str | None:
+    """Key of one channel's value at one version, or None for a version of another type."""
+    kind = type(version)
+    if kind is str:
+        return f"{len(channel)}:{channel},s{version}"
+    if kind is int:
+        return f"{len(channel)}:{channel},i{version}"
+    if kind is float:
+        return f"{len(channel)}:{channel},f{version!r}"
+    return None
 
 
 def parse_runs_seen(namespace: str) -> tuple[str, str] | None:

@@ -7,17 +7,23 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
     graph = builder.compile(checkpointer=SwarmStateSaver(DiskStore("state.db")))
 
-Storage layout and key encoding live in :mod:`swarmstate.integrations._lg_keys`.
+Where things are kept: key encoding in :mod:`._lg_keys`, the checkpoint
+entry in :mod:`._lg_entry`, channel values by version in :mod:`._lg_values`
+(lists as shared segments: :mod:`._lg_lists`), thread operations in
+:mod:`._lg_threads`, ``DeltaChannel`` history in :mod:`._lg_history`.
 Design points:
 
-* One store entry holds a whole checkpoint (channel values included), so a
-  put is one store write (and, with LangGraph's serializer, one serializer
-  call whose bytes are stored as they are), and a read is one range query:
-  a checkpoint's pending writes sort right after it. The writes of one
-  ``put_writes`` land in one ``set_many`` too.
+* A checkpoint costs what changed. Its entry holds the checkpoint without
+  channel values; each value is stored once, under ``(channel, version)``,
+  when ``new_versions`` says it changed, and a growing list shares its
+  items with the version before. LangGraph's reference semantics, exactly:
+  an unchanged channel reads back the value stored at its version.
+* A put is one atomic store batch: the entry, every value and segment it
+  newly references, and the run's index entries. A checkpoint's pending
+  writes sort right after it, so one range query reads both.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
-  the store, correct when another process wrote it. Nothing about the
-  store is cached here.
+  the store, correct when another process wrote it. The caches hold only
+  immutable, named content (see :mod:`._lg_values`).
 * Deserialization goes through LangGraph's ``JsonPlusSerializer`` in strict
   msgpack-allowlist mode with no pickle fallback, unless you pass a serde.
 * The sync methods are the implementation; async ones call them directly on
@@ -26,14 +32,14 @@ Design points:
 
 from __future__ import annotations
 
-import asyncio
 import heapq
+import json
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
@@ -43,47 +49,65 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
         WRITES_IDX_MAP,
-        BaseCheckpointSaver,
         ChannelVersions,
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
-        PendingWrite,
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from swarmstate.integrations import _lg_entry as E  # needs msgpack, from the same extra
+    # These need msgpack, from the same extra.
+    from swarmstate.integrations import _lg_entry as E
+    from swarmstate.integrations import _lg_rows as R
+    from swarmstate.integrations._lg_operations import ThreadMethods
+    from swarmstate.integrations._lg_retention import Retainer, Retention, RetentionReport
+    from swarmstate.integrations._lg_values import Head, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
         'pip install "swarmstate[langgraph]"'
     ) from exc
 
-__all__ = ["SwarmStateSaver", "strict_serializer"]
+__all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer"]
 
 _T = TypeVar("_T")
 _PAGE_MAX = 256
+_BATCH = 32
 _List = list  # the class defines a method named ``list``
-
+_CACHE_BYTES = 64 * 1024 * 1024
 
 _new_tuple = tuple.__new__
+_NO_PARENT = Head({}, {})
 _NIL = dumps(None)  # the value of run index entries, as stored bytes
 _NAMES_MAX = 4096
 
 
-def _write_order(entry: Any) -> tuple[str, str, int]:
-    """Sort key of a pending-write entry: task path, task id, index."""
-    return entry[2], entry[0], entry[1]
+class _StrictSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, reviving objects only from its msgpack allowlist.
+
+    Writes exactly as ``JsonPlusSerializer``. On reads, values of LangGraph's
+    older ``"json"`` format come back as the plain data they hold: their
+    ``lc`` constructor entries (``PromptTemplate`` and the like) are not
+    turned back into objects, whatever module they name.
+    """
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        if data[0] == "json":
+            return json.loads(data[1])
+        return super().loads_typed(data)
 
 
 def strict_serializer() -> JsonPlusSerializer:
-    """LangGraph's serializer that revives only allowlisted types and never unpickles."""
-    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+    """LangGraph's serializer that revives only allowlisted types and never unpickles.
+
+    Values stored in the older ``"json"`` format are returned as plain data.
+    """
+    return _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
-class SwarmStateSaver(BaseCheckpointSaver[str]):
+class SwarmStateSaver(ThreadMethods):
     """A LangGraph checkpointer that keeps every thread in a swarmstate store.
 
     Args:
@@ -94,39 +118,125 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         serde: The serializer for checkpoint data; default
             :func:`strict_serializer`. Graphs extend its allowlist with
             their state types through ``with_allowlist``.
+        cache_bytes: Memory for the serialized list values of recently
+            written or read checkpoints (default 64 MiB): what makes a
+            ``put`` compare a list with its parent's bytes instead of
+            reading them back. 0 turns it off; nothing is ever wrong
+            because of it, only slower without.
+        retention: A :class:`Retention` policy to apply as graphs write
+            (amortized: once per ``retention.every`` puts); see :meth:`retain`.
 
     Thread-safe: the runtime calls ``put``/``put_writes`` from worker threads
-    while reading on the caller's thread; every call is one store operation
-    or a read followed by one atomic write.
+    while reading on the caller's thread; every write is one atomic store
+    batch.
     """
 
     store: BaseStore
 
     def __init__(
-        self, store: BaseStore | None = None, *, serde: SerializerProtocol | None = None
+        self,
+        store: BaseStore | None = None,
+        *,
+        serde: SerializerProtocol | None = None,
+        cache_bytes: int = _CACHE_BYTES,
+        retention: Retention | None = None,
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
             raise InvalidArgumentError(
                 f"store must be a swarmstate store (Store, DiskStore, PostgresStore), "
                 f"got {type(store).__name__}"
             )
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidArgumentError(
+                f"retention must be a swarmstate Retention, got {type(retention).__name__}"
+            )
+        if type(cache_bytes) is not int or cache_bytes < 0:
+            raise InvalidArgumentError(
+                f"cache_bytes must be a non-negative int, got {cache_bytes!r}"
+            )
         super().__init__(serde=serde if serde is not None else strict_serializer())
         self.store = store if store is not None else Store()
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
+        self._values = Values(self.store, cache_bytes)
+        self._retainer = Retainer(self.store, self._values)
+        self.retention = retention
         # Store names derived from ids (pure functions of them, so never stale),
         # kept for the threads and runs in use: building them is a measurable
         # part of a put. Cleared when large.
         self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
+        self._owns_store = store is None
 
     def __repr__(self) -> str:
         return f"SwarmStateSaver({self.store!r})"
 
+    # -- lifecycle -------------------------------------------------------
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **options: Any) -> SwarmStateSaver:
+        """A saver over a store it opens from ``conn_string``, and closes with itself.
+
+        ``"postgresql://..."`` (or ``postgres://``, or libpq ``key=value``
+        text) opens a :class:`~swarmstate.backends.postgres.PostgresStore`;
+        ``":memory:"`` an in-memory ``Store``; anything else is a file path
+        for a :class:`~swarmstate.backends.disk.DiskStore`. ``options`` go to
+        the store (``synchronous=``, ``schema=``, ...). Use it in a ``with``
+        block, or call :meth:`close`::
+
+            with SwarmStateSaver.from_conn_string("state.db") as saver:
+                graph = builder.compile(checkpointer=saver)
+
+        A new PostgreSQL schema needs ``saver.setup()`` once, as LangGraph's
+        ``PostgresSaver`` does.
+        """
+        if type(conn_string) is not str or not conn_string:
+            raise InvalidArgumentError(
+                f"conn_string must be a non-empty str (a file path, ':memory:' or a "
+                f"PostgreSQL URL), got {conn_string!r}"
+            )
+        store: BaseStore
+        if conn_string == ":memory:":
+            store = Store(**options)
+        elif conn_string.startswith(("postgresql://", "postgres://")) or "=" in conn_string:
+            from swarmstate.backends.postgres import PostgresStore
+
+            store = PostgresStore(conn_string, **options)
+        else:
+            from swarmstate.backends.disk import DiskStore
+
+            store = DiskStore(conn_string, **options)
+        saver = cls(store)
+        saver._owns_store = True
+        return saver
+
+    def setup(self) -> None:
+        """Create the store's tables if it has any (idempotent), as ``PostgresSaver.setup`` does."""
+        setup = getattr(self.store, "setup", None)
+        if setup is not None:
+            setup()
+
+    def close(self) -> None:
+        """Close the store if this saver opened it (``from_conn_string``, or no store given)."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> SwarmStateSaver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> SwarmStateSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._run(self.close)
+
     @staticmethod
     def parse_namespace(namespace: str) -> tuple[str, str] | None:
-        """``(thread_id, checkpoint_ns)`` of a store namespace the saver wrote, else None.
+        """``(thread_id, checkpoint_ns)`` of a store namespace holding checkpoints, else None.
 
         Handy for reading snapshot diffs: ``saver.parse_namespace(ns)`` for each
         ``(ns, key)`` says which thread changed.
@@ -142,10 +252,11 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint with its channel values and metadata as one entry.
+        """Store a checkpoint, and the channel values ``new_versions`` says changed.
 
-        ``new_versions`` is not needed: the entry holds every channel value,
-        so a read never has to gather blobs from older checkpoints.
+        One atomic batch: the checkpoint entry, each changed value under its
+        ``(channel, version)`` (a list as the segments it does not share with
+        its parent's version), and the run's index entries.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
         checkpoint_id = checkpoint["id"]
@@ -153,22 +264,54 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             raise InvalidArgumentError(
                 f"checkpoint id must be a non-empty str, got {checkpoint_id!r}"
             )
+        if not isinstance(new_versions, Mapping):
+            raise InvalidArgumentError(
+                f"new_versions must be a mapping of channel to version, got {new_versions!r}"
+            )
+        serde = self.serde
         stored_metadata = get_checkpoint_metadata(config, metadata)
         run_id = stored_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
         parent_id = conf.get("checkpoint_id") or None
-        data = None
-        if not self._typed:
-            data = E.encode(self.serde, checkpoint, stored_metadata, parent_id, run_id)
+        values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
+        parent = (
+            self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
+            if parent_id
+            else _NO_PARENT
+        )
+        stored: Mapping[str, Any] = new_versions
+        if parent is None:
+            # A parent stored whole (an earlier layout) or missing: keep every value
+            # this checkpoint holds, so that it depends on no other entry.
+            stored = {ch: versions[ch] for ch in values if ch in versions}
+            stored.update(new_versions)
+        entries, inline, listings = self._values.entries(
+            serde, thread_id, checkpoint_ns, values, stored, parent
+        )
+        if parent is not None:
+            # Small values of unchanged channels: the parent's stored bytes, as they were.
+            for channel, pair in parent.inline.items():
+                if (
+                    channel not in stored
+                    and channel in versions
+                    and versions[channel] == parent.versions.get(channel)
+                ):
+                    inline.setdefault(channel, pair)
+        head = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+        parts = (serde, head, stored_metadata, parent_id, run_id, inline)
+        data = None if self._typed else E.encode(*parts)
         if data is None:
             # The serializer writes another format: typed pairs from now on,
             # without first trying (and discarding) a whole-entry document.
             self._typed = True
-            data = E.encode_typed(self.serde, checkpoint, stored_metadata, parent_id, run_id)
+            data = E.encode(*parts, typed=True)
+        assert data is not None  # the typed layout always encodes
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
-        entries = [(namespace, K.checkpoint_key(checkpoint_id), data)]
-        if run_id is None:
+        entries.insert(0, (namespace, K.checkpoint_key(checkpoint_id), data))
+        if run_id is None or (parent is not None and parent.run_id == run_id):
+            # No run, or its index entries were written with the parent's checkpoint.
             self.store.set_many(entries, raw=True)
         else:
             # The run's index entries for this thread namespace, in the same atomic
@@ -180,6 +323,12 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
             self.store.set_many(entries, ensure=index, raw=True)
+        self._values.cache(listings)
+        self._values.remember(
+            thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
+        )
+        if self.retention is not None:
+            self._retainer.wrote(serde, self.retention, thread_id)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -225,7 +374,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
         namespace = self._names(thread_id, C.checkpoint_ns_of(conf))[0]
-        dumps = self.serde.dumps_typed
+        dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
         for position, (channel, value) in enumerate(writes):
@@ -233,7 +382,7 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             entry = (
                 namespace,
                 K.write_key(checkpoint_id, task_id, idx),
-                [task_id, idx, task_path, channel, *dumps(value)],
+                [task_id, idx, task_path, channel, *dumps_typed(value)],
             )
             (special if idx < 0 else regular).append(entry)
         if not special:
@@ -261,18 +410,21 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             rows = self.store.items(namespace, start=start, stop=stop, raw=True)
             if not rows or rows[0][0] != start + K.CHECKPOINT:
                 return None
-            return self._build(
+            found = self._decode(
                 thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
             )
+            return self._complete([found])[0] if found is not None else None
         latest = self.store.items(namespace, reverse=True, limit=1, raw=True)
         if not latest:
             return None
         key, entry = latest[0]
         if key[-1] == K.CHECKPOINT:
             # Writes sort after their checkpoint: the last key being a checkpoint means none.
-            return self._build(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
-        for found in self._groups(namespace, None, 8):
-            return self._build(thread_id, checkpoint_ns, *found)
+            found = self._decode(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
+            return self._complete([found])[0] if found is not None else None
+        for group in R.groups(self.store.items, namespace, None, 8):
+            found = self._decode(thread_id, checkpoint_ns, *group)
+            return self._complete([found])[0] if found is not None else None
         return None
 
     def list(
@@ -293,6 +445,9 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
                 decoded metadata, never turned into query text.
             before: Only checkpoints whose id sorts before this config's id.
             limit: At most this many results.
+
+        Channel values are read for a batch of results at once, so versions
+        that share a value or list segments fetch them once.
         """
         if limit is not None and limit <= 0:
             return
@@ -344,72 +499,31 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
         )
         remaining = limit
-        build = self._build
+        batch: _List[R.Found] = []
         for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
-            found = build(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
-            if found is None:
+            row = self._decode(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
+            if row is None:
                 continue
-            yield found
+            batch.append(row)
+            if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
+                continue
+            yield from self._complete(batch)
             if remaining is not None:
-                remaining -= 1
+                remaining -= len(batch)
                 if remaining <= 0:
                     return
-
-    def _scopes(self, prefix: str) -> _List[tuple[str, str]]:
-        """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""
-        found = []
-        for namespace in self.store.namespaces(prefix):
-            parsed = K.parse_scope(namespace)
-            if parsed is not None:
-                found.append(parsed)
-        return found
+            batch = []
+        yield from self._complete(batch)
 
     def _tagged(
         self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
     ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        for checkpoint_id, entry, writes in self._groups(
-            K.scope(thread_id, checkpoint_ns), stop, page
+        for checkpoint_id, entry, writes in R.groups(
+            self.store.items, K.scope(thread_id, checkpoint_ns), stop, page
         ):
             yield thread_id, checkpoint_ns, checkpoint_id, entry, writes
 
-    def _groups(
-        self, namespace: str, stop: str | None, page: int
-    ) -> Iterator[tuple[str, Any, _List[Any]]]:
-        """``(checkpoint_id, entry, write entries)`` newest first, a page of keys at a time.
-
-        A reverse scan meets a checkpoint's writes just before the checkpoint,
-        so a group is complete when its checkpoint arrives: a write belongs to
-        it when their keys share the ``O(id)`` head. Writes whose checkpoint
-        does not exist are skipped.
-        """
-        page = max(1, page)
-        items = self.store.items
-        id_of = K.checkpoint_id_of
-        end = K.ID_END
-        writes: _List[Any] = []
-        writes_head: str | None = None
-        while True:
-            rows = items(namespace, stop=stop, reverse=True, limit=page, raw=True)
-            for key, value in rows:
-                if key[-1] == "c":
-                    yield (
-                        id_of(key),
-                        value,
-                        writes if writes_head == key[:-1] else [],
-                    )
-                    writes, writes_head = [], None
-                else:
-                    head = key[: key.index(end) + 2]
-                    if head == writes_head:
-                        writes.append(value)
-                    else:
-                        writes, writes_head = [value], head
-            if len(rows) < page:
-                return
-            stop = rows[-1][0]
-            page = min(page * 4, _PAGE_MAX)
-
-    def _build(
+    def _decode(
         self,
         thread_id: str,
         checkpoint_ns: str,
@@ -417,205 +531,19 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
         entry: Any,
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
-    ) -> CheckpointTuple | None:
-        """Decode a stored checkpoint entry and its pending-write entries (stored bytes).
-
-        With a ``filter``, the metadata is read first and None is returned
-        when it does not match, so skipped checkpoints cost no checkpoint decode.
-        """
-        serde = self.serde
-        if filter and not C.matches(E.head(serde, entry)[0], filter):
-            return None
-        metadata, parent_id, checkpoint = E.decode(serde, entry)
-        pending: _List[PendingWrite] = []
-        if writes:
-            # The runtime's order: task path, then task id, then index.
-            decoded = [loads(w) for w in writes]
-            decoded.sort(key=_write_order)
-            revive = serde.loads_typed
-            pending = [(w[0], w[3], revive((w[4], w[5]))) for w in decoded]
-        # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
-        return _new_tuple(
-            CheckpointTuple,
-            (
-                {
-                    "configurable": {
-                        "thread_id": thread_id,
-                        "checkpoint_ns": checkpoint_ns,
-                        "checkpoint_id": checkpoint_id,
-                    }
-                },
-                checkpoint,
-                metadata,
-                {
-                    "configurable": {
-                        "thread_id": thread_id,
-                        "checkpoint_ns": checkpoint_ns,
-                        "checkpoint_id": parent_id,
-                    }
-                }
-                if parent_id
-                else None,
-                pending,
-            ),
+    ) -> R.Found | None:
+        return R.decode(
+            self.serde, self._values, thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter
         )
 
-    # -- thread operations ----------------------------------------------
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Remove every checkpoint and write of one thread; other threads are untouched."""
-        thread_id = C.thread_id_of({"thread_id": thread_id})
-        # The run index first: a put landing between the two steps re-creates
-        # its index entry (the thread's checkpoints then go), and at worst an
-        # entry is left pointing at nothing. The other order could leave a
-        # checkpoint that its run's index no longer names.
-        index = self._run_index_pairs(thread_id)
-        if index:
-            self.store.delete_many(index)
-        self.store.delete_prefix(K.thread_prefix(thread_id))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint and write of one thread to another thread id.
-
-        The whole parent chain is copied, so delta channels stay rebuildable.
-        Entries already in the target under the same keys are replaced.
-        """
-        source = C.thread_id_of({"thread_id": source_thread_id})
-        target = C.thread_id_of({"thread_id": target_thread_id})
-        if source == target:
-            return
-        index = [
-            (ns, K.run_key(target, K.parse_run_key(key)[1]), None)
-            for ns, key in self._run_index_pairs(source)
-        ]
-        # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
-        if index:
-            self.store.set_many(index)
-        self.store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints written by the given runs, with their pending writes.
-
-        A run index (from ``metadata["run_id"]``: one entry per run and thread
-        namespace it wrote to) says where to look, so the cost follows the
-        threads the runs wrote to, not the size of the store. Copies made by
-        :meth:`copy_thread` carry the run id and are removed too. The index
-        entries stay (a run still writing may add checkpoints there); they go
-        with their thread.
-        """
-        for run_id in run_ids:
-            if type(run_id) is not str:
-                raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
-        wanted = set(run_ids)
-        scopes = {
-            K.parse_run_key(key)
-            for run_id in wanted
-            for key in self.store.keys(K.run_namespace(run_id))
-        }
-        pairs: _List[tuple[str, str]] = []
-        for thread_id, checkpoint_ns in sorted(scopes):
-            namespace = K.scope(thread_id, checkpoint_ns)
-            # Key order puts each checkpoint just before its own writes, which
-            # share its key up to the last character.
-            head: str | None = None
-            for key, entry in self._scan(namespace):
-                if key[-1] == K.CHECKPOINT:
-                    head = key[:-1] if E.head(self.serde, entry)[2] in wanted else None
-                    if head is None:
-                        continue
-                elif head is None or not key.startswith(head):
-                    continue
-                pairs.append((namespace, key))
-        if pairs:
-            self.store.delete_many(pairs)
-
-    def prune(
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> None:
-        """Drop old checkpoints of the given threads.
-
-        Args:
-            thread_ids: Threads to prune; unknown ids are ignored.
-            strategy: ``"keep_latest"`` keeps the newest checkpoint of each
-                namespace with its pending writes; ``"delete"`` removes the
-                threads entirely.
-            keep_last: swarmstate extension: keep the newest ``keep_last``
-                checkpoints of each namespace instead of one.
-
-        Not aware of LangGraph's beta ``DeltaChannel``: do not prune threads
-        of graphs that use it (see docs/langgraph.md).
-        """
-        if strategy not in ("keep_latest", "delete"):
-            raise InvalidArgumentError(
-                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
-            )
-        if keep_last is not None:
-            if type(keep_last) is not int or keep_last < 1:
-                raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
-            if strategy != "keep_latest":
-                raise InvalidArgumentError("keep_last applies to strategy='keep_latest' only")
-        for raw in thread_ids:
-            thread_id = C.thread_id_of({"thread_id": raw})
-            if strategy == "delete":
-                self.delete_thread(thread_id)
-                continue
-            pairs: _List[tuple[str, str]] = []
-            for _, checkpoint_ns in self._scopes(K.thread_prefix(thread_id)):
-                pairs.extend(self._older_than_newest(thread_id, checkpoint_ns, keep_last or 1))
-            if pairs:
-                self.store.delete_many(pairs)
-
-    def _older_than_newest(
-        self, thread_id: str, checkpoint_ns: str, keep: int
-    ) -> _List[tuple[str, str]]:
-        """Keys of everything in one namespace older than its ``keep`` newest checkpoints."""
-        namespace = K.scope(thread_id, checkpoint_ns)
-        kept = 0
-        oldest_kept: str | None = None
-        for key in self.store.keys(namespace, reverse=True):
-            if K.parse_entry_key(key)[1]:
-                kept += 1
-                if kept == keep:
-                    oldest_kept = key
-                    break
-        if oldest_kept is None:
-            return []
-        # Everything before the oldest kept checkpoint's key sorts before its group.
-        # Run index entries stay: the run may have kept checkpoints here.
-        return [(namespace, key) for key in self.store.keys(namespace, stop=oldest_kept[:-1])]
-
-    def _run_index_pairs(self, thread_id: str) -> _List[tuple[str, str]]:
-        """Run index entries that point into one thread, from the runs it saw."""
-        pairs = []
-        for namespace in self.store.namespaces(K.thread_prefix(thread_id)):
-            parsed = K.parse_runs_seen(namespace)
-            if parsed is None:
-                continue
-            for key in self.store.keys(namespace):
-                run_id = K.read_field(key, 0)[0]
-                pairs.append((K.run_namespace(run_id), K.run_key(*parsed)))
-        return pairs
-
-    def _scan(self, namespace: str) -> Iterator[tuple[str, bytes]]:
-        """Every ``(key, stored bytes)`` of a namespace in key order, a page at a time."""
-        rows = self.store.items(namespace, limit=_PAGE_MAX, raw=True)
-        yield from rows
-        while len(rows) == _PAGE_MAX:
-            last = rows[-1][0]
-            # ``start`` is inclusive: the next page begins with the last key seen.
-            rows = self.store.items(namespace, start=last, limit=_PAGE_MAX + 1, raw=True)
-            rows = rows[1:] if rows and rows[0][0] == last else rows[:_PAGE_MAX]
-            yield from rows
+    def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
+        return R.complete(self.serde, self._values, batch)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.
 
         The random fraction keeps versions written on two branches of a fork
-        apart, so one branch never overwrites the other's channel blob.
+        apart, so one branch never overwrites the other's stored value.
         """
         if current is None:
             number = 0
@@ -623,72 +551,4 @@ class SwarmStateSaver(BaseCheckpointSaver[str]):
             number = current
         else:
             number = int(current.split(".", 1)[0])
-        return f"{number + 1:032}.{random.random():016}"
-
-    # -- async: thin wrappers over the sync implementation ---------------
-
-    async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        if self._async_inline:
-            return fn(*args, **kwargs)
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
-        return await self._run(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`; results are fetched before the first one is yielded."""
-        rows = await self._run(
-            C.materialize, self.list, config, filter=filter, before=before, limit=limit
-        )
-        for row in rows:
-            yield row
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await self._run(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async :meth:`put_writes`."""
-        await self._run(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        await self._run(self.delete_thread, thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        await self._run(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        await self._run(self.delete_for_runs, run_ids)
-
-    async def aprune(
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> None:
-        """Async :meth:`prune`."""
-        await self._run(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
+        return f"{number + 1:012}.{random.getrandbits(40):010x}"

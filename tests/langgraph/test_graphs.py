@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import itertools
+import json
 import multiprocessing
 import operator
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -439,7 +441,7 @@ def test_a_serializer_of_another_format_gets_the_typed_layout(
     namespace = K.scope("t", "")
     for key, data in saver.store.items(namespace, raw=True):
         if key.endswith(K.CHECKPOINT):
-            assert data[0] == 0x96  # typed pairs, not the serializer's own document
+            assert data[0] == 0x97  # typed pairs, not the serializer's own document
     looped = list(saver.list(cfg("t"), filter={"source": "loop"}))
     assert [t.checkpoint["id"] for t in looped] == [
         t.checkpoint["id"] for t in history if t.metadata["source"] == "loop"
@@ -660,13 +662,14 @@ def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
     chain_graph(saver).invoke({"steps": []}, cfg("evil"))
     latest = saver.get_tuple(cfg("evil"))
     assert latest is not None
-    namespace = K.scope("evil", "")
-    key = K.checkpoint_key(latest.checkpoint["id"])
-    # The usual layout: [metadata, parent id, run id, checkpoint] in one document.
+    # The value of channel "steps" rides in the checkpoint entry as [BLOB, type,
+    # bytes]: the entry is [metadata, parent id, run id, checkpoint, inline forms].
+    namespace, key = K.scope("evil", ""), K.checkpoint_key(latest.checkpoint["id"])
     entry = saver.store.get(namespace, key)
+    assert entry[4]["steps"][:2] == [0, "msgpack"]
     # Extension 0 is JsonPlusSerializer's "call module.name(arg)".
     call = ormsgpack.Ext(0, ormsgpack.packb(["os", "mkdir", str(target)]))
-    entry[3]["channel_values"]["steps"] = call
+    entry[4]["steps"] = [0, "msgpack", ormsgpack.packb(call)]
     saver.store.set(namespace, key, entry)
     return latest.config
 
@@ -695,10 +698,10 @@ def test_pickle_payloads_are_refused(saver: SwarmStateSaver) -> None:
     namespace, key = K.scope("pk", ""), K.checkpoint_key(latest.checkpoint["id"])
     # The layout of typed pairs (for serializers that are not plain msgpack),
     # here claiming a pickled checkpoint.
-    metadata, parent_id, run_id, _ = saver.store.get(namespace, key)
-    entry = ["pickle", b"\x80\x04N.", *saver.serde.dumps_typed(metadata), parent_id, run_id]
+    metadata, parent_id, run_id, _, layout = saver.store.get(namespace, key)
+    entry = ["pickle", b"\x80\x04N.", *saver.serde.dumps_typed(metadata), parent_id, run_id, layout]
     saver.store.set(namespace, key, entry)
-    with pytest.raises(NotImplementedError, match="pickle"):
+    with pytest.raises(ss.CorruptDataError, match="pickle"):
         saver.get_tuple(cfg("pk"))
 
 
@@ -779,3 +782,83 @@ def test_the_readme_demo_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "fork log: ['outline', 'write', 'review: reject', 'sent back']" in done.stdout
     assert "thread is waiting again at ['review']" in done.stdout
+
+
+def test_strict_serializer_returns_json_values_as_plain_data(saver: SwarmStateSaver) -> None:
+    # LangGraph's older "json" format can name a langchain constructor; strict
+    # mode hands back the data, not the object it describes.
+    chain_graph(saver).invoke({"steps": []}, cfg("js"))
+    latest = saver.get_tuple(cfg("js"))
+    assert latest is not None
+    namespace, key = K.scope("js", ""), K.checkpoint_key(latest.checkpoint["id"])
+    entry = saver.store.get(namespace, key)
+    described = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "prompts", "prompt", "PromptTemplate"],
+        "kwargs": {"template": "hi {x}", "input_variables": ["x"]},
+    }
+    entry[4]["steps"] = [0, "json", json.dumps(described).encode()]
+    saver.store.set(namespace, key, entry)
+    strict = saver.get_tuple(cfg("js"))
+    assert strict is not None
+    assert strict.checkpoint["channel_values"]["steps"] == described
+    permissive = SwarmStateSaver(saver.store, serde=JsonPlusSerializer())
+    revived = permissive.get_tuple(cfg("js"))
+    assert revived is not None
+    assert type(revived.checkpoint["channel_values"]["steps"]).__name__ == "PromptTemplate"
+
+
+# -- lifecycle --------------------------------------------------------------
+
+
+def test_from_conn_string_opens_the_store_and_the_saver_closes_it(
+    tmp_path: Path, pg_conninfo: str
+) -> None:
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.backends.postgres import PostgresStore
+
+    path = tmp_path / "state.db"
+    with SwarmStateSaver.from_conn_string(str(path), synchronous="FULL") as saver:
+        assert isinstance(saver.store, DiskStore)
+        assert saver.store.synchronous == "FULL"
+        chain_graph(saver).invoke({"steps": []}, cfg("lc"))
+    with pytest.raises(ss.StoreClosedError):
+        saver.store.get("x", "y")
+    again = SwarmStateSaver.from_conn_string(str(path))
+    assert chain_graph(again).get_state(cfg("lc")).values["steps"] == ["a", "b", "c"]
+    again.close()
+    memory = SwarmStateSaver.from_conn_string(":memory:")
+    assert isinstance(memory.store, ss.Store)
+    schema = "lc_" + uuid.uuid4().hex[:12]
+    with SwarmStateSaver.from_conn_string(pg_conninfo, schema=schema) as pg:
+        assert isinstance(pg.store, PostgresStore)
+        pg.setup()
+        chain_graph(pg).invoke({"steps": []}, cfg("lc"))
+        assert pg.get_tuple(cfg("lc")) is not None
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:  # leave the cluster as it was
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    with pytest.raises(ss.InvalidArgumentError, match="conn_string"):
+        SwarmStateSaver.from_conn_string("")
+
+
+def test_a_saver_closes_only_a_store_it_opened(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    store = DiskStore(tmp_path / "mine.db")
+    with SwarmStateSaver(store) as saver:
+        chain_graph(saver).invoke({"steps": []}, cfg("mine"))
+    assert store.get_many([("x", "y")]) == [None]  # still open: the caller owns it
+    store.close()
+
+
+async def test_async_with_closes_the_store_it_opened(tmp_path: Path) -> None:
+    async with SwarmStateSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+        graph = chain_graph(saver)
+        out = await graph.ainvoke({"steps": []}, cfg("aw"))
+        assert out["steps"] == ["a", "b", "c"]
+    with pytest.raises(ss.StoreClosedError):
+        saver.store.get("x", "y")

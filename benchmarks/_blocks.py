@@ -1,0 +1,388 @@
+"""The named blocks of figures other docs quote, each rendered from one results document.
+
+Each block lives in one file under docs/ between ``<!-- results:NAME:begin -->``
+and ``<!-- results:NAME:end -->``. The prose around a block stays qualitative
+and cites row ids; every figure is here. Sizes (the longest thread, the
+largest store) are read from the run's settings, so a quick run's file
+renders the same blocks at its own sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from _tables import Fig, Ratio, claim_tables, figures, fmt, metric, pairs, table, times
+
+_STORE = "SwarmStateSaver(Store)"
+_DISK = "SwarmStateSaver(DiskStore NORMAL)"
+_DISK_FULL = "SwarmStateSaver(DiskStore FULL)"
+_PG = "SwarmStateSaver(PostgresStore)"
+_SHIPPED = "SqliteSaver shipped"
+
+F, R = Fig, Ratio
+_SNAP, _DEEP = "core.snapshot.Store", "core.snapshot.deepcopy"
+_SET10K = "disk.set10k"
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """The sizes one results file was measured at."""
+
+    long: int
+    mid: int
+    short: int
+    snap_small: int
+    snap_big: int
+    deep: int
+    few_ns: int
+    many_ns: int
+    small_keys: int
+    big_keys: int
+    disk_small: int
+    disk_big: int
+    threads: int
+    writers: int
+
+
+def _sizes(doc: dict[str, Any]) -> _Sizes:
+    s = doc["environment"]["settings"]
+    lengths, snaps, disks = s["thread_lengths"], s["snapshot_sizes"], s["disk_sizes"]
+    return _Sizes(
+        long=max(lengths),
+        mid=s.get("mid_thread", 50),
+        short=min(lengths),
+        snap_small=min(snaps),
+        snap_big=max(snaps),
+        deep=s.get("deepcopy_size", 50_000),
+        few_ns=s["diff_namespaces"][0],
+        many_ns=s["diff_namespaces"][1],
+        small_keys=s["diff_keys"][0],
+        big_keys=s["diff_keys"][1],
+        disk_small=min(disks),
+        disk_big=max(disks),
+        threads=max(t for t in s["thread_counts"] if t <= 4),
+        writers=max(s["writer_counts"]),
+    )
+
+
+def _perf_store(doc: dict[str, Any]) -> list[str]:
+    z, m = _sizes(doc), "median"
+    big, small, deep = z.snap_big, z.snap_small, z.deep
+    few, many = f"ns{z.few_ns}", f"ns{z.many_ns}"
+    one_small, one_big = f"one{z.small_keys}", f"one{z.big_keys}"
+    t = z.threads
+    return figures(
+        doc,
+        [
+            F(
+                f"`snapshot()`, {small:,} entries, nothing written since the last",
+                f"{_SNAP}.{small}",
+            ),
+            F(f"`snapshot()`, {big:,} entries, same", f"{_SNAP}.{big}"),
+            F(f"`copy.deepcopy` of {deep:,} entries", f"{_DEEP}.{deep}"),
+            R(f"deepcopy / snapshot, {deep:,} entries", f"{_DEEP}.{deep}", f"{_SNAP}.{deep}"),
+            F(f"`diff`, 1 change, {z.few_ns:,} namespaces", f"core.diff.1.{few}"),
+            F(f"`diff`, 1 change, one namespace of {z.big_keys:,} keys", f"core.diff.1.{one_big}"),
+            F(f"`diff`, 100 changes, {z.few_ns:,} namespaces", f"core.diff.100.{few}"),
+            F(
+                f"`diff`, 100 changes, one namespace of {z.big_keys:,} keys",
+                f"core.diff.100.{one_big}",
+            ),
+            F(
+                f"`set`, small dict, one namespace of {z.small_keys:,} keys",
+                f"core.set.{one_small}",
+            ),
+            F(f"`set`, small dict, {z.many_ns:,} namespaces", f"core.set.{many}"),
+            F("`set` + `get` pairs", "core.setget.Store", m),
+            F("plain dict holding the same codec bytes", "core.setget.dict", m),
+            R("Store / plain dict", "core.setget.Store", "core.setget.dict", m),
+            F("`set` + `get`, 1 thread", "core.threads.1", m),
+            R(f"{t} threads / 1 thread (total)", f"core.threads.{t}", "core.threads.1", m),
+            R("`set_many` (50) / single `set`", "core.set_many.50", "core.set_many.single", m),
+        ],
+    )
+
+
+def _perf_disk(doc: dict[str, Any]) -> list[str]:
+    z = _sizes(doc)
+    normal, full = f"{_SET10K}.DiskStore.NORMAL", f"{_SET10K}.DiskStore.FULL"
+    small, big = z.disk_small, z.disk_big
+    return figures(
+        doc,
+        [
+            F("10 kB `set`, NORMAL", normal),
+            R("… / bare apsw `INSERT OR REPLACE`, NORMAL", normal, f"{_SET10K}.bare.NORMAL"),
+            F("10 kB `set`, FULL", full),
+            R("… / bare apsw, FULL", full, f"{_SET10K}.bare.FULL"),
+            R("FULL / NORMAL (the fsync)", full, normal),
+            F(f"`snapshot()`, {small:,} entries", f"disk.snapshot.{small}"),
+            F(f"`snapshot()`, {big:,} entries", f"disk.snapshot.{big}"),
+            F(f"`diff` after 1 change, {big:,} entries", f"disk.diff.1.{big}"),
+            F(f"`diff` after 100 changes, {big:,} entries", f"disk.diff.100.{big}"),
+            F(f"`restore` after 1 change, {big:,} entries", f"disk.restore.1.{big}"),
+            F(f"`restore` after 100 changes, {small:,} entries", f"disk.restore.100.{small}"),
+            F(f"`restore` after 100 changes, {big:,} entries", f"disk.restore.100.{big}"),
+            F("… its p99", f"disk.restore.100.{big}", "p99"),
+            F("1 spawned writer process", "disk.writers.1", "median"),
+            F(f"{z.writers} writer processes, total", f"disk.writers.{z.writers}", "median"),
+            F(
+                f"{z.writers} writers: efficiency (total / {z.writers} x one)",
+                f"disk.writers.{z.writers}",
+                "efficiency",
+            ),
+        ],
+    )
+
+
+def _saver_items(
+    z: _Sizes, group: str, ours: str, peer: str, peer_put: str = ""
+) -> list[Fig | Ratio]:
+    peer_put = peer_put or peer
+    latest, lst, long, mid = f"{group}.latest", f"{group}.list10", z.long, z.mid
+    return [
+        F(f"latest read, {mid:,} checkpoints, {ours}", f"{latest}.{ours}.{mid}"),
+        F(f"latest read, {long:,} checkpoints, {ours}", f"{latest}.{ours}.{long}"),
+        F(f"latest read, {long:,} checkpoints, {peer}", f"{latest}.{peer}.{long}"),
+        R(
+            f"ours at {long:,} / ours at {mid:,}",
+            f"{latest}.{ours}.{long}",
+            f"{latest}.{ours}.{mid}",
+        ),
+        F(f"`list(limit=10)` at {long:,}, {ours}", f"{lst}.{ours}.{long}"),
+        R(f"… / {peer}", f"{lst}.{ours}.{long}", f"{lst}.{peer}.{long}"),
+        F(f"`put`, {ours}", f"{group}.put.{ours}"),
+        R(f"… / {peer_put}", f"{group}.put.{ours}", f"{group}.put.{peer_put}"),
+        F(f"`put_writes` (one task's writes), {ours}", f"{group}.put_writes.{ours}"),
+        R(f"… / {peer_put}", f"{group}.put_writes.{ours}", f"{group}.put_writes.{peer_put}"),
+    ]
+
+
+def _perf_saver(doc: dict[str, Any]) -> list[str]:
+    z = _sizes(doc)
+    full, shipped = f"durable.put.{_DISK_FULL}", f"durable.put.{_SHIPPED}"
+    items = _saver_items(z, "memory", _STORE, "InMemorySaver")
+    items += _saver_items(z, "durable", _DISK, _SHIPPED, "SqliteSaver NORMAL")
+    items += [F(f"`put`, {_DISK_FULL}", full), R(f"… / {_SHIPPED} (FULL)", full, shipped)]
+    items += _saver_items(z, "postgres", _PG, "PostgresSaver")
+    return figures(doc, items)
+
+
+# Why a claim is missed (or its limit is below the floor), where we know; by claim id.
+_DECODE = (
+    "LangGraph's serializer decoding the same checkpoints and writes, with no store at "
+    "all (the floor), is most of the call; every saver does that decode"
+)
+WHY = {
+    "memory.put": "the peer's put is a few dict assignments of per-channel blobs; ours "
+    "encodes the whole checkpoint as one entry and checks the run's index entries",
+    "memory.latest.mid": _DECODE,
+    "memory.latest.long": _DECODE + "; the peer's read grows only a little with the thread",
+    "memory.list.long": _DECODE,
+    "durable.put.normal": "on top of the floor (encode what changed, one bare INSERT) the "
+    "store's write transaction takes the write lock up front, looks up the run's index "
+    "entries and commits; at NORMAL the commit is cheap enough for that to show",
+    "durable.put.normal_vs_shipped": "the shipped peer fsyncs every commit, ours at NORMAL "
+    "does not; the bare write at NORMAL (the floor) is already above the limit",
+    "durable.put.full": "fsync-bound like the peer's: the two differ by noise",
+    "durable.latest.mid": _DECODE,
+    "durable.latest.long": _DECODE,
+    "durable.list.long": _DECODE,
+    "postgres.latest.long": "one round trip and the decode are the floor; the peer's read "
+    "grows with the thread, ours does not",
+    "postgres.list.long": "one round trip and the decode are the floor",
+    "postgres.put": "one round trip each; the server's commit dominates both",
+    "disk.restore.flat.100": "SQLite itself (the floor: the same keys rewritten bare) "
+    "grows about as much between these sizes: the changed rows and index pages are "
+    "scattered in a large file and mostly shared in a small one",
+}
+
+
+def _missed(doc: dict[str, Any]) -> list[str]:
+    claims = doc["claims"]
+    open_ = [c for c in claims if c.get("holds") is not True]
+    if not open_:
+        return ["Every claim holds in this run."]
+    held = sum(1 for c in claims if c.get("holds") is True)
+    out = [f"{held} of {len(claims)} claims hold in this run; the others:", ""]
+    out += claim_tables(open_, rows=True)
+    reasons = [
+        [c["label"], WHY.get(c["id"].removesuffix(".floor"), "not analysed yet")]
+        for c in open_
+        if c.get("verdict") != "not measured"
+    ]
+    if reasons:
+        out += ["", "Why, where we know:", ""]
+        out += table(["claim", "why"], reasons)
+    return out
+
+
+def _noise(doc: dict[str, Any], top: int = 8) -> list[str]:
+    rows = doc["rows"]
+    tails = [(r["p99"] / r["p50"], rid) for rid, r in rows.items() if r.get("p50") and r.get("p99")]
+    tails.sort(reverse=True)
+    lines = [
+        [f"`{rid}`", fmt(rows[rid]["p50"], "p50"), fmt(rows[rid]["p99"], "p99"), times(ratio)]
+        for ratio, rid in tails[:top]
+    ]
+    out = [f"Latency rows with the widest tail (p99 / p50), top {top}:", ""]
+    out += table(["row", "p50", "p99", "p99 / p50"], lines)
+    claims = [
+        ((c["q3"] - c["q1"]) / c["ratio"], c) for c in doc["claims"] if c.get("ratio") and c["q1"]
+    ]
+    claims.sort(key=lambda pair: pair[0], reverse=True)
+    lines = [
+        [c["label"], f"{c['ratio']:.3g}", f"{c['q1']:.3g}-{c['q3']:.3g}", f"{width:.0%}"]
+        for width, c in claims[:top]
+    ]
+    out += ["", f"Claims with the widest spread between rounds, top {top}:", ""]
+    out += table(["claim", "ratio", "spread", "spread / ratio"], lines)
+    return out
+
+
+def _envelope(doc: dict[str, Any]) -> list[str]:
+    env = doc["environment"]
+    pg = next((r for r in doc["rows"].values() if r.get("saver_group") == "postgres"), None)
+    return [
+        f"- Python {env['python']} ({env['implementation']}), {env['platform']}",
+        f"- {env['cpu_count']} CPUs ({env.get('cpus_usable')} usable by the run), "
+        f"{env.get('cpu_mhz') or '?'} MHz, {env.get('memory_total_mb') or 0:,} MB RAM",
+        "- a 10 kB committed write with an fsync of the WAL (bare apsw, FULL): "
+        f"{fmt(metric(doc, 'disk.set10k.bare.FULL', 'p50'), 'p50')} "
+        "(`disk.set10k.bare.FULL`), without it (NORMAL): "
+        f"{fmt(metric(doc, 'disk.set10k.bare.NORMAL', 'p50'), 'p50')} "
+        "(`disk.set10k.bare.NORMAL`)",
+        f"- PostgreSQL rows: {pg['fsync'] if pg else 'not measured'}, same host",
+    ]
+
+
+def _disk_costs(doc: dict[str, Any]) -> list[str]:
+    z = _sizes(doc)
+    a, b = z.disk_small, z.disk_big
+    grid = pairs(
+        doc,
+        (f"{a:,} entries", f"{b:,} entries"),
+        [
+            ("`snapshot()`, back to back", f"disk.snapshot.{a}", f"disk.snapshot.{b}"),
+            ("`diff` after 1 change", f"disk.diff.1.{a}", f"disk.diff.1.{b}"),
+            ("`restore` after 1 change", f"disk.restore.1.{a}", f"disk.restore.1.{b}"),
+            ("`diff` after 100 changes", f"disk.diff.100.{a}", f"disk.diff.100.{b}"),
+            ("`restore` after 100 changes", f"disk.restore.100.{a}", f"disk.restore.100.{b}"),
+        ],
+    )
+    floor = pairs(
+        doc,
+        ("bare apsw", "DiskStore.set"),
+        [
+            ("10 kB write, NORMAL", "disk.set10k.bare.NORMAL", "disk.set10k.DiskStore.NORMAL"),
+            ("10 kB write, FULL", "disk.set10k.bare.FULL", "disk.set10k.DiskStore.FULL"),
+        ],
+    )
+    full, normal = f"{_SET10K}.DiskStore.FULL", f"{_SET10K}.DiskStore.NORMAL"
+    w = z.writers
+    fsync = figures(
+        doc,
+        [
+            R("DiskStore 10 kB write, FULL / NORMAL", full, normal),
+            F(f"{w} spawned writers on one file, total", f"disk.writers.{w}", "median"),
+            R("… / 1 writer", f"disk.writers.{w}", "disk.writers.1", "median"),
+        ],
+    )
+    return [*grid, "", *floor, "", *fsync]
+
+
+def _langgraph(doc: dict[str, Any]) -> list[str]:
+    z = _sizes(doc)
+    grid: list[tuple[str, str, str]] = []
+    for group, ours, peer in (
+        ("memory", _STORE, "InMemorySaver"),
+        ("durable", _DISK, _SHIPPED),
+        ("postgres", _PG, "PostgresSaver"),
+    ):
+        for saver in (ours, peer):
+            latest = f"{group}.latest.{saver}"
+            grid.append((f"latest read, {saver}", f"{latest}.{z.mid}", f"{latest}.{z.long}"))
+    out = pairs(doc, (f"{z.mid:,} checkpoints", f"{z.long:,} checkpoints"), grid)
+    items: list[Fig | Ratio] = []
+    for group, ours, peer in (
+        ("memory", _STORE, "InMemorySaver"),
+        ("durable", _DISK, "SqliteSaver NORMAL"),
+        ("durable", _DISK_FULL, _SHIPPED),
+        ("postgres", _PG, "PostgresSaver"),
+    ):
+        items += [
+            Fig(f"`put`, {ours}", f"{group}.put.{ours}"),
+            Ratio(f"… / {peer}", f"{group}.put.{ours}", f"{group}.put.{peer}"),
+        ]
+    for group, ours, peer in (
+        ("memory", _STORE, "InMemorySaver"),
+        ("durable", _DISK, _SHIPPED),
+        ("postgres", _PG, "PostgresSaver"),
+    ):
+        lst = f"{group}.list10"
+        items.append(
+            R(
+                f"`list(limit=10)` at {z.long:,}, {ours} / {peer}",
+                *(f"{lst}.{w}.{z.long}" for w in (ours, peer)),
+            )
+        )
+    return [*out, "", *figures(doc, items)]
+
+
+def _postgres(doc: dict[str, Any]) -> list[str]:
+    z = _sizes(doc)
+    latest, lst, long = "postgres.latest", "postgres.list10", z.long
+    return figures(
+        doc,
+        [
+            Fig("`put` (one write transaction)", f"postgres.put.{_PG}"),
+            Fig("`put`, PostgresSaver", "postgres.put.PostgresSaver"),
+            Fig("`put_writes` (one task's writes)", f"postgres.put_writes.{_PG}"),
+            Fig(f"latest read, {z.short:,} checkpoints", f"{latest}.{_PG}.{z.short}"),
+            Fig(f"latest read, {long:,} checkpoints", f"{latest}.{_PG}.{long}"),
+            Fig(f"latest read, {long:,}, PostgresSaver", f"{latest}.PostgresSaver.{long}"),
+            Fig(f"`list(limit=10)` at {long:,}", f"{lst}.{_PG}.{long}"),
+            Fig(f"`list(limit=10)` at {long:,}, PostgresSaver", f"{lst}.PostgresSaver.{long}"),
+        ],
+    )
+
+
+def _architecture(doc: dict[str, Any]) -> list[str]:
+    t = _sizes(doc).threads
+    lock, nolock = "design.threads.lock", "design.threads.nolock"
+    return figures(
+        doc,
+        [
+            Fig("`Snapshot.diff`, 1 change in 10,000 entries", "design.diff1.trie.10000"),
+            Fig("pyrsistent `PMap ==`, same two versions", "design.diff1.pmap_eq.10000"),
+            Ratio("… PMap / trie", "design.diff1.pmap_eq.10000", "design.diff1.trie.10000"),
+            Fig("pyrsistent `PVector.set`, 32 slots", "design.node.pvector_set.32"),
+            Fig("copy a 32-slot list, set one slot", "design.node.list_copy.32"),
+            Fig("writes, one shared lock, 1 thread", f"{lock}.1", "median"),
+            Ratio("… 4 threads / 1 thread", f"{lock}.4", f"{lock}.1", "median"),
+            Fig("writes, no lock, 1 thread", f"{nolock}.1", "median"),
+            Ratio("… 4 threads / 1 thread", f"{nolock}.4", f"{nolock}.1", "median"),
+            Ratio(
+                f"`Store` set+get, {t} threads / 1 thread",
+                f"core.threads.{t}",
+                "core.threads.1",
+                "median",
+            ),
+        ],
+    )
+
+
+# name -> (file under docs/, what goes between its markers)
+BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
+    "performance.store": ("performance.md", _perf_store),
+    "performance.disk": ("performance.md", _perf_disk),
+    "performance.saver": ("performance.md", _perf_saver),
+    "performance.missed": ("performance.md", _missed),
+    "performance.noise": ("performance.md", _noise),
+    "performance.envelope": ("performance.md", _envelope),
+    "disk.costs": ("disk.md", _disk_costs),
+    "postgres.costs": ("postgres.md", _postgres),
+    "langgraph.costs": ("langgraph.md", _langgraph),
+    "architecture.design": ("architecture.md", _architecture),
+}

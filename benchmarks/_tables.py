@@ -1,0 +1,195 @@
+"""Markdown formatting shared by the report's blocks: numbers, tables, claims, figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from _config import FLOOR_MARGIN
+
+LATENCY = ("p50", "p90", "p99", "mean", "min")
+
+# Titles of the sections' claim tables; a section not listed here is shown by its name.
+SECTION_TITLES = {
+    "core": "Store, in memory",
+    "disk": "DiskStore",
+    "saver": "Checkpointer, in memory and durable on a file",
+    "postgres": "Checkpointer on PostgreSQL",
+    "growth": "A growing LangGraph conversation",
+}
+
+CLAIM_NOTE = (
+    "*ratio* is the median over interleaved rounds of the per-round ratio (numerator's "
+    "p50, or ops/s, over the denominator's in the same round); *spread* is the "
+    "interquartile range of those per-round ratios. A claim *holds* only if its whole "
+    "spread is within the limit (upper quartile for `<=`, lower for `>=`). *floor*: "
+    "where measured, the least any implementation does for that call (LangGraph's "
+    "serializer alone, or the same write done bare), as the same ratio. A per-call "
+    "limit below its floor is out of reach for every store: it reads *below floor*, "
+    f"and the line after it (↳) restates it as within {FLOOR_MARGIN:g}x of the floor. "
+    "A claim whose two rows were timed apart reads *not paired*: its ratio is shown, "
+    "and it neither holds nor misses."
+)
+
+
+def num(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if value >= 1000:
+            return f"{value:,.0f}"
+        if value >= 100:
+            return f"{value:.0f}"
+        if value >= 10:
+            return f"{value:.1f}"
+        return f"{value:.2f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def table(header: list[str], lines: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return out
+
+
+def ratio(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def times(value: float | None) -> str:
+    if value is None:
+        return "not measured"
+    return f"{value:,.0f}x" if value >= 100 else f"{value:.2f}x"
+
+
+def fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "not measured"
+    if metric in LATENCY:
+        return f"{num(value)} µs" if value < 1000 else f"{value / 1000:.3g} ms"
+    if metric in ("median", "best"):
+        return f"{value:,.0f} ops/s"
+    return num(value)
+
+
+def verdict(claim: dict[str, Any], after: bool = True) -> str:
+    """What a claim's row says in its verdict column (``after``: its restatement follows it)."""
+    if claim.get("verdict") == "below floor":
+        if not claim.get("restated_as"):
+            return "below floor"
+        return "below floor: restated ↓" if after else "below floor: restated ↑ (same floor)"
+    if claim.get("verdict") == "not paired":
+        return "not paired: rows timed apart"
+    if claim.get("verdict") == "not measured" or claim.get("ratio") is None:
+        return f"not measured: {claim.get('note', 'no rows')}"
+    return "holds" if claim.get("holds") else "**missed**"
+
+
+def spread(claim: dict[str, Any]) -> str:
+    if claim.get("q1") is None:
+        return ""
+    return f"{ratio(claim['q1'])}-{ratio(claim['q3'])}"
+
+
+def floor(claim: dict[str, Any]) -> str:
+    if claim.get("floor_ratio") is None:
+        return ""
+    return f"{ratio(claim['floor_ratio'])} ({ratio(claim['floor_q1'])}-{ratio(claim['floor_q3'])})"
+
+
+def claim_tables(claims: list[dict[str, Any]], *, rows: bool) -> list[str]:
+    """One table per section, in the order sections first appear; any section renders."""
+    sections: dict[str, list[dict[str, Any]]] = {}
+    for claim in claims:
+        sections.setdefault(claim.get("section") or "other", []).append(claim)
+    out: list[str] = []
+    header = ["claim", "ratio", "spread", "limit", "floor", "verdict"]
+    for section, members in sections.items():
+        lines = []
+        seen: set[str] = set()
+        for claim in members:
+            seen.add(claim["id"])
+            label = ("↳ " if claim.get("restates") else "") + str(claim["label"])
+            line = [
+                label,
+                ratio(claim.get("ratio")),
+                spread(claim),
+                f"{claim['op']} {claim['bound']:g}",
+                floor(claim),
+                verdict(claim, after=claim.get("restated_as") not in seen),
+            ]
+            if rows:
+                line.append(f"`{claim['numerator']}` / `{claim['denominator']}`")
+            lines.append(line)
+        out += [f"**{SECTION_TITLES.get(section, section)}**", ""]
+        out += table(header + (["rows"] if rows else []), lines)
+        out.append("")
+    return out[:-1] if out else ["No claims in this run."]
+
+
+# --- Figures quoted by the docs ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fig:
+    """One figure: ``metric`` of row ``row``."""
+
+    what: str
+    row: str
+    metric: str = "p50"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``metric`` of row ``num`` divided by the same metric of row ``den``."""
+
+    what: str
+    num: str
+    den: str
+    metric: str = "p50"
+
+
+def metric(doc: dict[str, Any], row: str, name: str) -> float | None:
+    value = doc["rows"].get(row, {}).get(name)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def ratio_of(doc: dict[str, Any], a: str, b: str, name: str) -> float | None:
+    x, y = metric(doc, a, name), metric(doc, b, name)
+    return x / y if x is not None and y else None
+
+
+def _stat(name: str) -> str:
+    return "ops/s, median round" if name == "median" else name
+
+
+def figures(doc: dict[str, Any], items: list[Fig | Ratio]) -> list[str]:
+    lines = []
+    for item in items:
+        if isinstance(item, Fig):
+            value = fmt(metric(doc, item.row, item.metric), item.metric)
+            lines.append([item.what, value, _stat(item.metric), f"`{item.row}`"])
+        else:
+            value = times(ratio_of(doc, item.num, item.den, item.metric))
+            stat = f"ratio of {_stat(item.metric)}"
+            lines.append([item.what, value, stat, f"`{item.num}` / `{item.den}`"])
+    return table(["what", "value", "statistic", "row"], lines)
+
+
+def pairs(
+    doc: dict[str, Any], heads: tuple[str, str], items: list[tuple[str, str, str]]
+) -> list[str]:
+    """A grid of p50s: each line is one operation at two settings, and their ratio."""
+    lines = [
+        [
+            what,
+            fmt(metric(doc, a, "p50"), "p50"),
+            fmt(metric(doc, b, "p50"), "p50"),
+            times(ratio_of(doc, b, a, "p50")),
+            f"`{a}`, `{b}`",
+        ]
+        for what, a, b in items
+    ]
+    return table(["p50 of", heads[0], heads[1], "ratio", "rows"], lines)

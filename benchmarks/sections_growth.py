@@ -1,0 +1,656 @@
+"""The growing conversation: a real LangGraph chat graph, checkpointed turn after turn.
+
+What users run: a graph whose ``messages`` channel (``add_messages``) grows
+by a user message and the agent's, tool's and answer's messages every turn,
+invoked with ``durability="sync"``. Every saver runs the same seeded
+conversation in lockstep (turn ``t`` on each saver, then turn ``t + 1``), so
+machine noise lands on all of them alike, and per-turn ratios between a
+saver and its peer are paired.
+
+Text is seeded random words from a large vocabulary, never repeated
+phrases: PostgreSQL's TOAST compresses repetition away and would hide what
+a layout really stores.
+
+Rows per saver (``growth.<graph>.<saver>.<what>``): ``bytes`` stored after
+the last turn (SQLite: database plus WAL after a ``TRUNCATE`` checkpoint;
+PostgreSQL: relation sizes; memory: serialized bytes kept), and bytes at
+intermediate turns for the chart; ``put`` and ``invoke`` percentiles over
+the last 10% of turns; ``get_state`` and ``history20``
+(``get_state_history(limit=20)``) percentiles after the last turn. Graphs:
+``plain`` (``add_messages``) and ``delta`` (the same messages through
+LangGraph's beta ``DeltaChannel``).
+
+Run alone: ``python benchmarks/sections_growth.py --turns 200 [--pg-dsn ...]``.
+"""
+
+import contextlib
+import functools
+import random
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+__all__ = ["GrowthConfig", "Saver", "conversation", "run_growth", "section_growth"]
+
+VOCABULARY = 20_000
+HISTORY_LIMIT = 20
+
+
+@dataclass
+class GrowthConfig:
+    """What one growth run does."""
+
+    turns: int = 200
+    seed: int = 7
+    reads: int = 15  # get_state / history calls per saver after the run
+    marks: tuple[int, ...] = (10, 25, 50, 100, 150, 200)  # turns where bytes are read
+    pg_dsn: str | None = None
+    graphs: tuple[str, ...] = ("plain", "delta")
+    savers: tuple[str, ...] | None = None  # None: every saver that can run here
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- the conversation -----------------------------------------------------------
+
+
+def _vocabulary(rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choices(letters, k=rng.randint(2, 10))) for _ in range(VOCABULARY)]
+
+
+def conversation(seed: int, turns: int) -> list[dict[str, Any]]:
+    """``turns`` turns of seeded text: the user's question, a tool call, its result, an answer."""
+    rng = random.Random(f"{seed}:growth")
+    words = _vocabulary(rng)
+
+    def text(count: int) -> str:
+        return " ".join(rng.choices(words, k=count))
+
+    return [
+        {
+            "user": text(rng.randint(25, 60)),
+            "think": text(rng.randint(15, 40)),
+            "query": text(rng.randint(3, 8)),
+            "tool": text(rng.randint(40, 90)),
+            "answer": text(rng.randint(30, 80)),
+        }
+        for _ in range(turns)
+    ]
+
+
+def build_graph(checkpointer: Any, delta: bool) -> Any:
+    """START -> agent -> tool -> answer -> END over a ``messages`` channel."""
+    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    if delta:
+        from langgraph.channels import DeltaChannel
+
+        def fold(state: list[Any], writes: list[Any]) -> list[Any]:
+            return functools.reduce(add_messages, writes, state)
+
+        class DeltaChat(TypedDict):
+            messages: Annotated[list[AnyMessage], DeltaChannel(fold)]
+            turn: int
+
+        state_type: Any = DeltaChat
+    else:
+
+        class Chat(TypedDict):
+            messages: Annotated[list[AnyMessage], add_messages]
+            turn: int
+
+        state_type = Chat
+
+    def agent(state: Any) -> dict[str, Any]:
+        turn = state["turn"]
+        return {
+            "messages": [
+                AIMessage(
+                    content=_SCRIPT[turn]["think"],
+                    id=f"agent-{turn}",
+                    tool_calls=[
+                        {
+                            "name": "search",
+                            "args": {"q": _SCRIPT[turn]["query"]},
+                            "id": f"call-{turn}",
+                        }
+                    ],
+                )
+            ]
+        }
+
+    def tool(state: Any) -> dict[str, Any]:
+        turn = state["turn"]
+        return {
+            "messages": [
+                ToolMessage(
+                    content=_SCRIPT[turn]["tool"], tool_call_id=f"call-{turn}", id=f"tool-{turn}"
+                )
+            ]
+        }
+
+    def answer(state: Any) -> dict[str, Any]:
+        turn = state["turn"]
+        return {"messages": [AIMessage(content=_SCRIPT[turn]["answer"], id=f"answer-{turn}")]}
+
+    builder = StateGraph(state_type)
+    builder.add_node("agent", agent)
+    builder.add_node("tool", tool)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tool")
+    builder.add_edge("tool", "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+# The nodes read their turn's text from here (plain Python nodes, no LLM).
+_SCRIPT: list[dict[str, Any]] = []
+
+
+# -- savers ----------------------------------------------------------------------
+
+
+def _timed(cls: type) -> type:
+    """A subclass of a saver class that records how long each ``put`` takes."""
+
+    class Timed(cls):  # type: ignore[misc, valid-type]
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return super().put(*args, **kwargs)
+            finally:
+                self.put_ns.append(time.perf_counter_ns() - start)
+
+    Timed.__name__ = f"Timed{cls.__name__}"
+    return Timed
+
+
+@dataclass
+class Saver:
+    """One contender: its checkpointer, how to read its stored bytes, how to close it."""
+
+    name: str
+    checkpointer: Any
+    stored_bytes: Callable[[], int]
+    close: Callable[[], None]
+
+
+def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
+    """Database plus WAL bytes after folding the WAL in, so every layout is measured alike.
+
+    The checkpoint runs through the SQLite library that has the file open
+    (apsw's for DiskStore, the standard library's for SqliteSaver): closing a
+    connection of another copy of SQLite would drop the process's POSIX locks
+    on the file under the open one.
+    """
+    if apsw_file:
+        import apsw
+
+        conn = apsw.Connection(str(path))
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    else:
+        with contextlib.closing(sqlite3.connect(path)) as std:
+            std.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def _pg_bytes(dsn: str, schema: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _memory_bytes_inmemory(saver: Any) -> int:
+    total = 0
+    for namespaces in saver.storage.values():
+        for checkpoints in namespaces.values():
+            for checkpoint, metadata, _ in checkpoints.values():
+                total += len(checkpoint[1]) + len(metadata[1])
+    total += sum(len(blob[1]) for blob in saver.blobs.values())
+    for writes in saver.writes.values():
+        total += sum(len(w[2][1]) for w in writes.values())
+    return total
+
+
+def _memory_bytes_store(store: Any) -> int:
+    return int(store.snapshot().size_bytes)
+
+
+def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
+    """Every contender that can run on this machine, in a fixed order."""
+    import swarmstate as ss
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    out: list[Saver] = []
+    wanted = set(cfg.savers) if cfg.savers else None
+
+    def want(name: str) -> bool:
+        return wanted is None or name in wanted
+
+    ours = _timed(SwarmStateSaver)
+    if want("SwarmStateSaver(Store)"):
+        store = ss.Store()
+        out.append(
+            Saver(
+                "SwarmStateSaver(Store)",
+                ours(store),
+                functools.partial(_memory_bytes_store, store),
+                store.close,
+            )
+        )
+    for level in ("NORMAL", "FULL"):
+        name = f"SwarmStateSaver(DiskStore {level})"
+        if want(name):
+            path = tmp / f"{graph}-ours-{level.lower()}.db"
+            disk = DiskStore(path, synchronous=level)
+            out.append(
+                Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close)
+            )
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if want("InMemorySaver"):
+        mem = _timed(InMemorySaver)()
+        out.append(
+            Saver(
+                "InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None
+            )
+        )
+    for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
+        name = f"SqliteSaver {label}"
+        if not want(name):
+            continue
+        path = tmp / f"{graph}-sqlite-{label.lower()}.db"
+        conn = sqlite3.connect(path, check_same_thread=False)
+        saver = _timed(SqliteSaver)(conn)
+        saver.setup()
+        if level:
+            conn.execute(f"PRAGMA synchronous = {level}")
+        out.append(Saver(name, saver, functools.partial(_sqlite_bytes, path, False), conn.close))
+    if cfg.pg_dsn:
+        out.extend(_pg_savers(cfg, graph, want))
+    for saver in out:
+        saver.checkpointer.put_ns = []
+    return out
+
+
+def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> list[Saver]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from swarmstate.backends.postgres import PostgresStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    assert cfg.pg_dsn is not None
+    out: list[Saver] = []
+    tag = f"growth_{graph}_{random.Random().getrandbits(32):08x}"
+    admin = psycopg.connect(cfg.pg_dsn, autocommit=True)
+    if want("SwarmStateSaver(PostgresStore)"):
+        schema = f"{tag}_ours"
+        store = PostgresStore(cfg.pg_dsn, schema=schema)
+        store.setup()
+
+        def close_ours() -> None:
+            store.close()
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+        out.append(
+            Saver(
+                "SwarmStateSaver(PostgresStore)",
+                _timed(SwarmStateSaver)(store),
+                functools.partial(_pg_bytes, cfg.pg_dsn, schema),
+                close_ours,
+            )
+        )
+    if want("PostgresSaver"):
+        schema = f"{tag}_peer"
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        conn = psycopg.connect(
+            cfg.pg_dsn,
+            autocommit=True,
+            prepare_threshold=0,
+            row_factory=dict_row,
+            options=f"-c search_path={schema}",
+        )
+        peer = _timed(PostgresSaver)(conn)
+        peer.setup()
+
+        def close_peer() -> None:
+            conn.close()
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+        out.append(
+            Saver(
+                "PostgresSaver", peer, functools.partial(_pg_bytes, cfg.pg_dsn, schema), close_peer
+            )
+        )
+    return out
+
+
+# -- the run --------------------------------------------------------------------
+
+
+def _percentiles(samples_ns: list[int]) -> dict[str, float]:
+    ordered = sorted(samples_ns)
+    q = (
+        statistics.quantiles(ordered, n=100, method="inclusive")
+        if len(ordered) > 1
+        else [ordered[0]] * 99
+    )
+    return {
+        "p50": statistics.median(ordered) / 1e3,
+        "p90": q[89] / 1e3,
+        "p99": q[98] / 1e3,
+        "min": ordered[0] / 1e3,
+        "n": len(ordered),
+    }
+
+
+def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every graph on every saver; returns ``{graph: {saver: figures}}``."""
+    global _SCRIPT
+    _SCRIPT = conversation(cfg.seed, cfg.turns)
+    from langchain_core.messages import HumanMessage
+
+    results: dict[str, Any] = {}
+    tail_from = cfg.turns - max(1, cfg.turns // 10)
+    for graph_name in cfg.graphs:
+        savers = make_savers(cfg, tmp, graph_name)
+        graphs = [build_graph(s.checkpointer, graph_name == "delta") for s in savers]
+        config = {"configurable": {"thread_id": f"chat-{graph_name}"}}
+        invoke_ns: list[list[int]] = [[] for _ in savers]
+        put_marks: list[list[int]] = [[] for _ in savers]  # index into put_ns at each turn's end
+        bytes_at: list[dict[int, int]] = [{} for _ in savers]
+        put_by_turn: list[list[float]] = [[] for _ in savers]
+        try:
+            for turn in range(cfg.turns):
+                order = range(len(savers)) if turn % 2 == 0 else reversed(range(len(savers)))
+                for i in order:
+                    saver = savers[i]
+                    before = len(saver.checkpointer.put_ns)
+                    start = time.perf_counter_ns()
+                    graphs[i].invoke(
+                        {
+                            "messages": [
+                                HumanMessage(content=_SCRIPT[turn]["user"], id=f"user-{turn}")
+                            ],
+                            "turn": turn,
+                        },
+                        config,
+                        durability="sync",
+                    )
+                    invoke_ns[i].append(time.perf_counter_ns() - start)
+                    turn_puts = saver.checkpointer.put_ns[before:]
+                    put_by_turn[i].append(statistics.median(turn_puts) / 1e3 if turn_puts else 0.0)
+                    put_marks[i].append(len(saver.checkpointer.put_ns))
+                if turn + 1 in cfg.marks or turn + 1 == cfg.turns:
+                    for i, saver in enumerate(savers):
+                        bytes_at[i][turn + 1] = saver.stored_bytes()
+                if (turn + 1) % 50 == 0:
+                    log(f"   growth {graph_name}: turn {turn + 1}/{cfg.turns}")
+            reads = _reads(cfg, savers, graphs, config)
+            for i, saver in enumerate(savers):
+                first_put = put_marks[i][tail_from - 1] if tail_from > 0 else 0
+                results.setdefault(graph_name, {})[saver.name] = {
+                    "bytes": bytes_at[i][cfg.turns],
+                    "bytes_at": bytes_at[i],
+                    "put": _percentiles(saver.checkpointer.put_ns[first_put:]),
+                    "put_by_turn": put_by_turn[i],
+                    "invoke": _percentiles(invoke_ns[i][tail_from:]),
+                    "invoke_by_turn": [v / 1e3 for v in invoke_ns[i]],
+                    **reads[i],
+                }
+        finally:
+            for saver in savers:
+                saver.close()
+    return results
+
+
+def _reads(
+    cfg: GrowthConfig, savers: list[Saver], graphs: list[Any], config: Any
+) -> list[dict[str, Any]]:
+    """``get_state`` and ``get_state_history(limit=20)`` of the final thread, interleaved."""
+    state_ns: list[list[int]] = [[] for _ in savers]
+    history_ns: list[list[int]] = [[] for _ in savers]
+    for round_no in range(cfg.reads):
+        order = range(len(savers)) if round_no % 2 == 0 else reversed(range(len(savers)))
+        for i in order:
+            start = time.perf_counter_ns()
+            graphs[i].get_state(config)
+            state_ns[i].append(time.perf_counter_ns() - start)
+            start = time.perf_counter_ns()
+            history = list(graphs[i].get_state_history(config, limit=HISTORY_LIMIT))
+            history_ns[i].append(time.perf_counter_ns() - start)
+            assert len(history) == HISTORY_LIMIT
+    return [
+        {
+            "get_state": {**_percentiles(state_ns[i]), "rounds_p50": [t / 1e3 for t in state_ns[i]]},
+            "history20": {
+                **_percentiles(history_ns[i]),
+                "rounds_p50": [t / 1e3 for t in history_ns[i]],
+            },
+        }
+        for i in range(len(savers))
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--reads", type=int, default=15)
+    parser.add_argument("--pg-dsn", default=None)
+    parser.add_argument("--graphs", default="plain,delta")
+    parser.add_argument("--savers", default=None, help="comma-separated saver names")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    cfg = GrowthConfig(
+        turns=args.turns,
+        seed=args.seed,
+        reads=args.reads,
+        pg_dsn=args.pg_dsn,
+        graphs=tuple(args.graphs.split(",")),
+        savers=tuple(args.savers.split(",")) if args.savers else None,
+        marks=(*(m for m in (10, 25, 50, 100, 150, 200, 400) if m < args.turns), args.turns),
+    )
+    with tempfile.TemporaryDirectory(prefix="swarmstate-growth-") as tmp:
+        results = run_growth(cfg, Path(tmp), log=lambda m: print(m, file=sys.stderr))
+    for graph, by_saver in results.items():
+        print(f"== {graph}")
+        head = ("bytes", "put p50", "invoke p50", "get_state", "hist20")
+        print(f"{'saver':36}" + "".join(f"{h:>12}" for h in head))
+        for name, fig in by_saver.items():
+            cells = (fig["bytes"], fig["put"]["p50"], fig["invoke"]["p50"])
+            cells += (fig["get_state"]["p50"], fig["history20"]["p50"])
+            print(f"{name:36}" + "".join(f"{c:>12,.0f}" for c in cells))
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+# -- rows and claims for benchmarks/run.py -----------------------------------------
+
+OURS_MEMORY = "SwarmStateSaver(Store)"
+OURS_NORMAL = "SwarmStateSaver(DiskStore NORMAL)"
+OURS_FULL = "SwarmStateSaver(DiskStore FULL)"
+OURS_PG = "SwarmStateSaver(PostgresStore)"
+PEERS = {
+    OURS_MEMORY: "InMemorySaver",
+    OURS_NORMAL: "SqliteSaver NORMAL",
+    OURS_FULL: "SqliteSaver shipped",
+    OURS_PG: "PostgresSaver",
+}
+BYTES_BOUNDS = {OURS_NORMAL: ("SqliteSaver shipped", 0.02), OURS_PG: ("PostgresSaver", 0.03)}
+BYTES_BOUNDS_MEMORY = ("InMemorySaver", 0.05)
+PUT_BOUNDS = {OURS_NORMAL: 0.8, OURS_FULL: 0.7, OURS_PG: 0.3}
+
+
+def section_growth(cfg: Any, res: Any, workdir: Path) -> None:
+    """Rows ``growth.<graph>.<what>.<saver>`` and the claims on them (module docstring)."""
+    turns = 30 if cfg.quick else 200
+    growth = GrowthConfig(
+        turns=turns,
+        seed=cfg.seed,
+        reads=9 if cfg.quick else 15,
+        marks=tuple(m for m in (10, 25, 50, 100, 150, 200) if m < turns) + (turns,),
+        pg_dsn=cfg.pg_dsn,
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = run_growth(growth, workdir, log=lambda m: print(m, flush=True))
+    tail = max(1, turns // 10)
+    for graph, by_saver in results.items():
+        for saver, fig in by_saver.items():
+            base = {"section": "growth", "subject": saver, "param": turns, "graph": graph}
+            res.add(
+                f"growth.{graph}.bytes.{saver}",
+                {"unit": "bytes", "p50": fig["bytes"], "rounds_p50": [fig["bytes"]]},
+                group="bytes",
+                batch="growth.bytes",
+                bytes_at={str(k): v for k, v in fig["bytes_at"].items()},
+                **base,
+            )
+            for what, per_turn in (("put", fig["put_by_turn"]), ("invoke", fig["invoke_by_turn"])):
+                stats = dict(fig[what])
+                stats["rounds_p50"] = [round(v, 2) for v in per_turn[-tail:]]
+                stats["by_turn"] = [round(v, 2) for v in per_turn]
+                res.add(
+                    f"growth.{graph}.{what}.{saver}",
+                    {"unit": "us", **stats},
+                    group=what,
+                    batch=f"growth.{graph}.{what}",
+                    **base,
+                )
+            for what in ("get_state", "history20"):
+                res.add(
+                    f"growth.{graph}.{what}.{saver}",
+                    {"unit": "us", **fig[what]},
+                    group=what,
+                    batch=f"growth.{graph}.reads",
+                    **base,
+                )
+    _growth_claims(res, turns, pg=cfg.pg_dsn is not None)
+
+
+def _growth_claims(res: Any, turns: int, pg: bool) -> None:
+    size = f"{turns} turns"
+    no_pg = None if pg else "needs --pg-dsn"
+
+    def claim(cid: str, label: str, num: str, den: str, bound: float, server: bool) -> None:
+        res.claim(
+            f"growth.{cid}",
+            label,
+            num,
+            den,
+            bound,
+            section="growth",
+            per_call=False,
+            reason=no_pg if server else None,
+        )
+
+    for ours, (peer, bound) in BYTES_BOUNDS.items():
+        claim(
+            f"bytes.{ours}",
+            f"bytes stored after {size}, {ours} / {peer}",
+            f"growth.plain.bytes.{ours}",
+            f"growth.plain.bytes.{peer}",
+            bound,
+            ours == OURS_PG,
+        )
+    peer, bound = BYTES_BOUNDS_MEMORY
+    claim(
+        f"bytes.{OURS_MEMORY}",
+        f"bytes stored after {size}, {OURS_MEMORY} / {peer}",
+        f"growth.plain.bytes.{OURS_MEMORY}",
+        f"growth.plain.bytes.{peer}",
+        bound,
+        False,
+    )
+    claim(
+        "bytes.delta_peer",
+        f"bytes stored after {size}, {OURS_NORMAL} / SqliteSaver NORMAL running the "
+        "DeltaChannel version of the graph",
+        f"growth.plain.bytes.{OURS_NORMAL}",
+        "growth.delta.bytes.SqliteSaver NORMAL",
+        1.0,
+        False,
+    )
+    for ours, peer in PEERS.items():
+        server = ours == OURS_PG
+        if ours in PUT_BOUNDS:
+            claim(
+                f"put.{ours}",
+                f"put p50, last 10% of {size}, {ours} / {peer}",
+                f"growth.plain.put.{ours}",
+                f"growth.plain.put.{peer}",
+                PUT_BOUNDS[ours],
+                server,
+            )
+            claim(
+                f"invoke.{ours}",
+                f"invoke p50, last 10% of {size}, {ours} / {peer}",
+                f"growth.plain.invoke.{ours}",
+                f"growth.plain.invoke.{peer}",
+                0.9,
+                server,
+            )
+        claim(
+            f"get_state.{ours}",
+            f"get_state p50 after {size}, {ours} / {peer}",
+            f"growth.plain.get_state.{ours}",
+            f"growth.plain.get_state.{peer}",
+            1.05,
+            server,
+        )
+        claim(
+            f"history20.{ours}",
+            f"get_state_history(limit=20) p50 after {size}, {ours} / {peer}",
+            f"growth.plain.history20.{ours}",
+            f"growth.plain.history20.{peer}",
+            1.0,
+            server,
+        )
+    claim(
+        "delta.put",
+        f"DeltaChannel graph: put p50, last 10% of {size}, {OURS_NORMAL} / SqliteSaver NORMAL",
+        f"growth.delta.put.{OURS_NORMAL}",
+        "growth.delta.put.SqliteSaver NORMAL",
+        1.0,
+        False,
+    )
+    claim(
+        "delta.history20",
+        f"DeltaChannel graph: get_state_history(limit=20) p50 after {size}, "
+        f"{OURS_PG} / PostgresSaver",
+        f"growth.delta.history20.{OURS_PG}",
+        "growth.delta.history20.PostgresSaver",
+        0.8,
+        True,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

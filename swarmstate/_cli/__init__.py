@@ -1,0 +1,1 @@
+"""The pieces of the ``swarmstate`` command; :mod:`swarmstate.cli` is its entry point."""

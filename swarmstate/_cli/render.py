@@ -1,0 +1,197 @@
+"""Readable text for each view: aligned tables, ids in full where a command takes them."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "render_check",
+    "render_diff",
+    "render_history",
+    "render_inspect",
+    "render_show",
+    "render_threads",
+    "table",
+    "to_json",
+]
+
+_ROOT = "(root)"
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    """The ``--json`` form: ASCII-safe, so any terminal or pipe can carry it."""
+    return json.dumps(doc, indent=2, default=str)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Columns left-aligned to their widest cell; numbers right-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [
+        bool(rows) and all(_is_number(r[i]) or r[i] in ("", None) for r in rows)
+        for i in range(len(headers))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        out = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in cells)])
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def _ns(checkpoint_ns: str) -> str:
+    return checkpoint_ns or _ROOT
+
+
+def _tail(checkpoint_id: str | None) -> str | None:
+    """The random end of an id, enough to tell a parent apart in a table."""
+    return None if checkpoint_id is None else "…" + checkpoint_id[-12:]
+
+
+def _when(ts: str | None) -> str | None:
+    """A checkpoint's ISO time (LangGraph writes UTC) to the second, for a table."""
+    return None if ts is None else ts[:19].replace("T", " ")
+
+
+def _shown(text: str) -> str:
+    return text if text.isprintable() else repr(text)
+
+
+def render_threads(doc: dict[str, Any]) -> str:
+    if not doc["threads"]:
+        return "no LangGraph threads in this store"
+    rows = []
+    for t in doc["threads"]:
+        names = [_ns(ns) for ns in t["namespaces"]]
+        shown = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+        rows.append(
+            [
+                _shown(t["thread_id"]),
+                t["checkpoints"],
+                shown,
+                _when(t["last_activity"]),
+                t["stored_bytes"],
+            ]
+        )
+    headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "STORED BYTES"]
+    return table(headers, rows)
+
+
+def render_history(doc: dict[str, Any]) -> str:
+    rows = doc["checkpoints"]
+    with_ns = any(r["checkpoint_ns"] for r in rows)
+    headers = ["CHECKPOINT", *(["NAMESPACE"] if with_ns else []), "STEP", "SOURCE", "NODES"]
+    headers += ["PARENT", "BYTES", "WRITES", "TIME (UTC)"]
+    body = [
+        [
+            r["checkpoint_id"],
+            *([_ns(r["checkpoint_ns"])] if with_ns else []),
+            r["step"],
+            r["source"],
+            ",".join(r["nodes"]) or None,
+            _tail(r["parent_id"]),
+            r["bytes"],
+            r["pending_writes"],
+            _when(r["ts"]),
+        ]
+        for r in rows
+    ]
+    return f"thread {_shown(doc['thread_id'])}, newest first\n" + table(headers, body)
+
+
+def render_show(doc: dict[str, Any]) -> str:
+    lines = [
+        f"thread {_shown(doc['thread_id'])}  checkpoint {doc['checkpoint_id']}  "
+        f"namespace {_ns(doc['checkpoint_ns'])}",
+        f"step {doc['step']}  source {doc['source']}  "
+        f"nodes {','.join(doc['nodes']) or '-'}  parent {doc['parent_id'] or '-'}  {doc['ts']}",
+        f"metadata {json.dumps(doc['metadata'], default=str, ensure_ascii=False)}",
+        "",
+    ]
+    rows: list[list[object]] = []
+    for ch in doc["channels"]:
+        rows.append([ch["name"], ch["type"], ch["bytes"], ch["summary"]])
+        for m in ch["last_messages"]:
+            rows.append(["", "", "", f"  {m['type']}: {m['content']}"])
+    lines.append(table(["CHANNEL", "TYPE", "BYTES", "SUMMARY"], rows) if rows else "no channels")
+    writes = doc["pending_writes"]
+    lines.append("")
+    if writes:
+        body = [[w["task_id"], w["channel"], w["bytes"], w["summary"]] for w in writes]
+        lines.append(table(["PENDING WRITE (TASK)", "CHANNEL", "BYTES", "SUMMARY"], body))
+    else:
+        lines.append("no pending writes")
+    return "\n".join(lines)
+
+
+def render_diff(doc: dict[str, Any]) -> str:
+    a, b = doc["a"], doc["b"]
+    lines = [
+        f"thread {_shown(doc['thread_id'])}",
+        f"  from {a['checkpoint_id']} (step {a['step']}, {_ns(a['checkpoint_ns'])})",
+        f"  to   {b['checkpoint_id']} (step {b['step']}, {_ns(b['checkpoint_ns'])})",
+    ]
+    channels = doc["channels"]
+    for what in ("added", "removed", "changed"):
+        lines.append(f"channels {what}: {', '.join(channels[what]) or '-'}")
+    for name, change in doc["messages"].items():
+        counts = ", ".join(f"{len(change[k])} {k}" for k in ("added", "removed", "changed"))
+        lines.append(f"messages in {name}: {counts}")
+        for k, mark in (("added", "+"), ("removed", "-"), ("changed", "~")):
+            lines += [f"  {mark} {m['type']}: {m['content']}" for m in change[k]]
+    return "\n".join(lines)
+
+
+def render_inspect(doc: dict[str, Any], target: str) -> str:
+    lines = [
+        f"{target}: {doc['entries']:,} entries in {doc['namespace_count']:,} namespaces",
+        *(f"  {n['namespace']!r}: {n['entries']:,}" for n in doc["namespaces"]),
+    ]
+    more = doc["namespace_count"] - len(doc["namespaces"])
+    if more > 0:
+        lines.append(f"  ... {more:,} more (use --limit)")
+    lines.append(f"{doc['snapshot_count']} snapshot(s)")
+    for s in doc["snapshots"]:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["timestamp"]))
+        lines.append(
+            f"  #{s['id']} parent={s['parent']} {when} entries={s['entries']:,} "
+            f"bytes={s['bytes']:,}"
+        )
+    return "\n".join(lines)
+
+
+def render_check(doc: dict[str, Any], target: str) -> str:
+    integrity = doc["integrity_check"]
+    lines = [
+        "integrity check: "
+        + ("not applicable (not a SQLite file)" if integrity is None else "; ".join(integrity)),
+        f"entries decoded: {doc['entries']:,}, bad: {len(doc['bad_entries']):,}",
+    ]
+    lines += [f"  {b['namespace']!r} {b['key']!r}: {b['error']}" for b in doc["bad_entries"]]
+    if doc["threads_checked"] is not None:
+        bad = doc["bad_checkpoints"]
+        lines.append(
+            f"LangGraph threads read back: {doc['threads_checked']:,}, "
+            f"bad checkpoints: {len(bad):,}"
+        )
+        lines += [f"  {b['error']}" for b in bad]
+    lines.append(f"{target}: {'ok' if doc['ok'] else 'PROBLEMS FOUND'}")
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""``get_delta_channel_history``: the parent chain of a checkpoint, read directly.
+
+LangGraph's ``DeltaChannel`` (beta) stores a channel's writes, not its
+value, and rebuilds the value from the nearest ancestor that holds one
+(the *seed*) plus every write on the way from it. The contract (see
+``BaseCheckpointSaver.get_delta_channel_history``): walk the parent chain
+from the target's parent; at each ancestor, collect its pending writes to
+the channel, and stop for that channel at the first ancestor whose value at
+its version is stored; return the writes oldest first.
+
+The walk reads the thread's namespace newest first a page of keys at a
+time (a checkpoint and its writes are neighbours, so one page holds many
+ancestors with their writes) and checks the candidate values of each page
+in one batch. Ids are time-ordered only within one process, so an ancestor
+whose id sorts above the page is read by its own lookup; a chain that loops
+(a re-put id) stops at the first repeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmstate._base import BaseStore
+from swarmstate._errors import CorruptDataError
+from swarmstate.integrations import _lg_entry as E
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations import _lg_rows as R
+from swarmstate.integrations._lg_values import Context, Pair, Values
+
+__all__ = ["delta_history"]
+
+_PAGE = 256
+_Group = tuple[Any, list[Any]]  # (checkpoint entry, its write entries)
+
+
+class _Chain:
+    """The groups of one thread namespace, read newest first and kept by checkpoint id."""
+
+    def __init__(self, store: BaseStore, namespace: str, below: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.groups: dict[str, _Group] = {}
+        self._below: str | None = below  # the next page ends here; None once exhausted
+        # Writes seen at the bottom of a page whose checkpoint is on the next one.
+        self._pending: R.Pending = ([], None)
+
+    def get(self, checkpoint_id: str) -> _Group | None:
+        """The group of ``checkpoint_id``, paging down to it when it sorts below what was read."""
+        if checkpoint_id in self.groups:
+            return self.groups[checkpoint_id]
+        head = K.ordered(checkpoint_id)
+        while self._below is not None and head < self._below:
+            self._page()
+            if checkpoint_id in self.groups:
+                return self.groups[checkpoint_id]
+        start, stop = K.group_range(checkpoint_id)
+        rows = self.store.items(self.namespace, start=start, stop=stop, raw=True)
+        if not rows or rows[0][0] != start + K.CHECKPOINT:
+            return None
+        group = (rows[0][1], [value for _, value in rows[1:]])
+        self.groups[checkpoint_id] = group
+        return group
+
+    def _page(self) -> None:
+        assert self._below is not None
+        rows = self.store.items(
+            self.namespace, stop=self._below, reverse=True, limit=_PAGE, raw=True
+        )
+        found, self._pending = R.fold(rows, self._pending)
+        for checkpoint_id, entry, writes in found:
+            self.groups.setdefault(checkpoint_id, (entry, writes))
+        self._below = rows[-1][0] if len(rows) == _PAGE else None
+
+
+def delta_history(
+    store: BaseStore,
+    values: Values,
+    serde: Any,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+    channels: list[str],
+) -> dict[str, Any]:
+    """The ``DeltaChannelHistory`` of each channel for one target checkpoint."""
+    if not channels:
+        return {}
+    namespace = K.scope(thread_id, checkpoint_ns)
+    if checkpoint_id is None:
+        latest = store.keys(namespace, reverse=True, limit=1)
+        if not latest:
+            return {channel: {"writes": []} for channel in channels}
+        checkpoint_id = K.parse_entry_key(latest[0])[0]
+    # The first page reaches up to the target's own group (its key and writes).
+    chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
+    target = chain.get(checkpoint_id)
+    collected: dict[str, list[list[Any]]] = {channel: [] for channel in channels}
+    legacy_seeds: dict[str, Any] = {}
+    wanted: dict[Pair, tuple[Context, list[Any]]] = {}
+    seed_pair: dict[str, Pair] = {}
+    remaining = set(channels)
+    seen = {checkpoint_id}
+    cursor = (
+        _decode(serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
+        if target
+        else None
+    )
+    values_ns = K.values(thread_id, checkpoint_ns)
+    while cursor is not None and remaining and cursor not in seen:
+        group = chain.get(cursor)
+        if group is None:
+            break
+        seen.add(cursor)
+        decoded = _decode(serde, thread_id, checkpoint_ns, cursor, group[0])
+        try:
+            pending = R.pending_writes(serde, group[1], remaining) if group[1] else []
+        except CorruptDataError as exc:
+            raise R.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
+        for write in reversed(pending):
+            collected[write[1]].append(list(write))
+        # A channel ends at the first ancestor holding a value for it (after its writes).
+        for channel in sorted(remaining):
+            if decoded.inline is None:
+                if channel in decoded.checkpoint["channel_values"]:
+                    legacy_seeds[channel] = decoded.checkpoint["channel_values"][channel]
+                    remaining.discard(channel)
+                continue
+            form = decoded.inline.get(channel)
+            key = K.value_key(channel, decoded.checkpoint["channel_versions"].get(channel))
+            if form is not None and key is not None:
+                seed_pair[channel] = (values_ns, key)
+                wanted.setdefault((values_ns, key), ((thread_id, checkpoint_ns, cursor), form))
+                remaining.discard(channel)
+        cursor = decoded.parent_id
+    stored = values.read(serde, wanted) if wanted else {}
+    seeds = {**legacy_seeds, **{ch: stored[p] for ch, p in seed_pair.items() if p in stored}}
+    result: dict[str, Any] = {}
+    for channel in channels:
+        entry: dict[str, Any] = {"writes": [tuple(w) for w in reversed(collected[channel])]}
+        if channel in seeds:
+            entry["seed"] = seeds[channel]
+        result[channel] = entry
+    return result
+
+
+def _decode(
+    serde: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entry: Any
+) -> E.Decoded:
+    try:
+        return E.decode(serde, entry)
+    except CorruptDataError as exc:
+        raise R.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc

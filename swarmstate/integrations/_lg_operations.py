@@ -1,0 +1,248 @@
+"""The thread operations of SwarmStateSaver: delete, copy, prune, retain, verify.
+
+A mixin of the saver (the store, its values and the serializer come from
+the saver); the work itself is in :mod:`._lg_threads`, :mod:`._lg_retention`
+and :mod:`._lg_history`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import DeltaChannelHistory
+
+from swarmstate._base import BaseStore
+from swarmstate._errors import CorruptDataError, InvalidArgumentError
+from swarmstate.integrations import _lg_config as C
+from swarmstate.integrations import _lg_history as H
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations import _lg_rows as R
+from swarmstate.integrations import _lg_threads as T
+from swarmstate.integrations._lg_async import AsyncMethods
+from swarmstate.integrations._lg_retention import (
+    Retainer,
+    RetentionReport,
+    check_keep_last,
+    cutoff_of,
+)
+from swarmstate.integrations._lg_values import Values
+
+__all__ = ["ThreadMethods"]
+
+_List = list  # the class defines a method named ``list``
+
+
+class ThreadMethods(AsyncMethods):
+    """Operations on whole threads, over the saver's store."""
+
+    store: BaseStore
+    _values: Values
+    _retainer: Retainer
+
+    def _scopes(self, prefix: str) -> _List[tuple[str, str]]:
+        """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""
+        found = []
+        for namespace in self.store.namespaces(prefix):
+            parsed = K.parse_scope(namespace)
+            if parsed is not None:
+                found.append(parsed)
+        return found
+
+    def list_threads(self) -> _List[str]:
+        """The ids of every thread with checkpoints in the store, sorted."""
+        return T.list_threads(self.store)
+
+    def thread_size(self, thread_id: str) -> int:
+        """Bytes the thread takes in the store: checkpoints, writes, values and list segments.
+
+        What deleting the thread would free (before the store's own overhead).
+        """
+        return T.thread_size(self.store, C.thread_id_of({"thread_id": thread_id}))
+
+    def verify(self, thread_ids: Sequence[str] | None = None) -> _List[dict[str, str]]:
+        """Read back every checkpoint (values and pending writes included); list what fails.
+
+        Returns one ``{"thread_id", "checkpoint_ns", "checkpoint_id", "error"}``
+        per checkpoint that cannot be read (its :class:`~swarmstate.CorruptDataError`
+        message), empty when every one reads. ``thread_ids`` limits the check.
+        """
+        problems: _List[dict[str, str]] = []
+        fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
+        threads = self.list_threads() if thread_ids is None else [*thread_ids]
+        for thread_id in threads:
+            for checkpoint_ns in sorted(n for t, n in self._scopes(K.thread_prefix(thread_id))):
+                namespace = K.scope(thread_id, checkpoint_ns)
+                for checkpoint_id, entry, writes in R.groups(self.store.items, namespace, None, 64):
+                    try:
+                        row = R.decode(
+                            self.serde,
+                            fresh,
+                            thread_id,
+                            checkpoint_ns,
+                            checkpoint_id,
+                            entry,
+                            writes,
+                        )
+                        if row is not None:
+                            R.complete(self.serde, fresh, [row])
+                    except CorruptDataError as exc:
+                        problems.append(
+                            {
+                                "thread_id": thread_id,
+                                "checkpoint_ns": checkpoint_ns,
+                                "checkpoint_id": checkpoint_id,
+                                "error": str(exc),
+                            }
+                        )
+        return problems
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint, value and write of one thread; other threads are untouched."""
+        T.delete_thread(self.store, self._values, C.thread_id_of({"thread_id": thread_id}))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, value and write of one thread to another thread id.
+
+        The whole parent chain is copied, so delta channels stay rebuildable,
+        and the copy shares nothing with the source: deleting one leaves the
+        other whole. Entries already in the target under the same keys are
+        replaced.
+        """
+        T.copy_thread(
+            self.store,
+            C.thread_id_of({"thread_id": source_thread_id}),
+            C.thread_id_of({"thread_id": target_thread_id}),
+        )
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints written by the given runs, with their pending writes.
+
+        A run index (from ``metadata["run_id"]``: one entry per run and thread
+        namespace it wrote to) says where to look, so the cost follows the
+        threads the runs wrote to, not the size of the store. Copies made by
+        :meth:`copy_thread` carry the run id and are removed too. Values and
+        list segments that no remaining checkpoint references go with them.
+        The index entries stay (a run still writing may add checkpoints
+        there); they go with their thread.
+        """
+        for run_id in run_ids:
+            if type(run_id) is not str:
+                raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
+        T.delete_for_runs(self.store, self._values, self.serde, set(run_ids))
+
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """Drop old checkpoints of the given threads, and the values only they referenced.
+
+        Args:
+            thread_ids: Threads to prune; unknown ids are ignored.
+            strategy: ``"keep_latest"`` keeps the newest checkpoint of each
+                namespace with its pending writes; ``"delete"`` removes the
+                threads entirely.
+            keep_last: swarmstate extension: keep the newest ``keep_last``
+                checkpoints of each namespace instead of one.
+
+        The ancestors a LangGraph ``DeltaChannel`` rebuilds its value from are
+        kept too (see :meth:`retain`).
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidArgumentError(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        if keep_last is not None:
+            if type(keep_last) is not int or keep_last < 1:
+                raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
+            if strategy != "keep_latest":
+                raise InvalidArgumentError("keep_last applies to strategy='keep_latest' only")
+        threads = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
+        for thread_id in threads:
+            if strategy == "delete":
+                T.delete_thread(self.store, self._values, thread_id)
+            else:
+                self._retainer.thread(self.serde, thread_id, keep_last or 1, None, dry_run=False)
+
+    def retain(
+        self,
+        *,
+        keep_last: int | None = None,
+        older_than: datetime.timedelta | float | None = None,
+        thread_ids: Sequence[str] | None = None,
+        dry_run: bool = False,
+        now: datetime.datetime | None = None,
+    ) -> RetentionReport:
+        """Delete old checkpoints and idle threads, and what only they referenced.
+
+        Args:
+            keep_last: Per thread namespace (subgraphs' included), keep the
+                newest ``keep_last`` checkpoints and delete the older ones.
+            older_than: Delete whole threads whose newest checkpoint (their
+                last activity) is older than this: a ``timedelta`` or seconds.
+            thread_ids: Only these threads (default every thread).
+            dry_run: Change nothing; report what a real run would delete.
+            now: The time ``older_than`` counts back from (default now, UTC).
+
+        Never breaks resume: the newest checkpoints are kept with their
+        pending writes (an interrupted run resumes and runs no finished task
+        again), and so are the ancestors a ``DeltaChannel`` rebuilds its value
+        from. Works in batches of at most 256 entries per write transaction,
+        so graphs writing meanwhile (in this process or another) wait at most
+        one batch. See docs/retention.md.
+        """
+        check_keep_last(keep_last)
+        cutoff = cutoff_of(older_than, now)
+        if type(dry_run) is not bool:
+            raise InvalidArgumentError(f"dry_run must be a bool, got {dry_run!r}")
+        if thread_ids is not None:
+            if isinstance(thread_ids, str):
+                raise InvalidArgumentError("thread_ids must be a sequence of ids, not one str")
+            thread_ids = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
+        return self._retainer.run(
+            self.serde, keep_last=keep_last, cutoff=cutoff, thread_ids=thread_ids, dry_run=dry_run
+        )
+
+    async def aretain(
+        self,
+        *,
+        keep_last: int | None = None,
+        older_than: datetime.timedelta | float | None = None,
+        thread_ids: Sequence[str] | None = None,
+        dry_run: bool = False,
+        now: datetime.datetime | None = None,
+    ) -> RetentionReport:
+        """Async :meth:`retain`."""
+        return await self._run(
+            lambda: self.retain(
+                keep_last=keep_last,
+                older_than=older_than,
+                thread_ids=thread_ids,
+                dry_run=dry_run,
+                now=now,
+            )
+        )
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Per channel: the writes since its nearest stored value up the parent chain, and it.
+
+        A direct read of the chain: a page of the thread's checkpoints and
+        writes at a time, and the candidate values of each page in one
+        batch, instead of one ``get_tuple`` per ancestor.
+        """
+        conf, thread_id, checkpoint_ns = C.scope_of(config)
+        return H.delta_history(
+            self.store,
+            self._values,
+            self.serde,
+            thread_id,
+            checkpoint_ns,
+            conf.get("checkpoint_id") or None,
+            [*channels],
+        )

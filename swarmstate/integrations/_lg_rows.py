@@ -1,0 +1,208 @@
+"""Reading the checkpointer's rows back: groups of entries, decoded rows, tuples.
+
+A checkpoint's pending writes are keyed right after it (:mod:`._lg_keys`),
+so a reverse scan of a thread namespace meets a checkpoint's writes just
+before the checkpoint: :func:`fold` turns such a scan into *groups*,
+``(checkpoint id, entry, write entries)``, carrying the writes at the end of
+one page over to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from swarmstate._codec import loads
+from swarmstate._errors import CorruptDataError
+from swarmstate.integrations import _lg_config as C
+from swarmstate.integrations import _lg_entry as E
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_values import Head, Values
+
+__all__ = ["Found", "Pending", "complete", "corrupt", "decode", "fold", "groups", "pending_writes"]
+
+_PAGE_MAX = 256
+_new_tuple = tuple.__new__
+
+Group = tuple[str, Any, list[Any]]
+Pending = tuple[list[Any], "str | None"]
+"""Write entries seen at the bottom of a page, and the key head they share."""
+Found = tuple[str, str, str, dict[str, Any], dict[str, Any], "str | None", list[Any], Any]
+"""A decoded row: thread, namespace, id, checkpoint, metadata, parent id, pending
+writes, and the entry's inline forms (None when the entry holds every value)."""
+
+
+def fold(rows: list[tuple[str, Any]], pending: Pending) -> tuple[list[Group], Pending]:
+    """The complete groups in a page of a reverse scan, and the writes left over.
+
+    A write belongs to the checkpoint whose key shares its ``O(id)`` head;
+    writes whose checkpoint does not exist are dropped.
+    """
+    out: list[Group] = []
+    writes, writes_head = pending
+    end = K.ID_END
+    for key, value in rows:
+        if key[-1] == K.CHECKPOINT:
+            out.append((K.checkpoint_id_of(key), value, writes if writes_head == key[:-1] else []))
+            writes, writes_head = [], None
+        else:
+            head = key[: key.index(end) + 2]
+            if head == writes_head:
+                writes.append(value)
+            else:
+                writes, writes_head = [value], head
+    return out, (writes, writes_head)
+
+
+def groups(
+    items: Callable[..., list[tuple[str, Any]]], namespace: str, stop: str | None, page: int
+) -> Iterator[Group]:
+    """Groups of a namespace newest first, a page of keys at a time (growing pages)."""
+    page = max(1, page)
+    pending: Pending = ([], None)
+    while True:
+        rows = items(namespace, stop=stop, reverse=True, limit=page, raw=True)
+        found, pending = fold(rows, pending)
+        yield from found
+        if len(rows) < page:
+            return
+        stop = rows[-1][0]
+        page = min(page * 4, _PAGE_MAX)
+
+
+def pending_writes(
+    serde: Any, writes: list[Any], channels: Collection[str] | None = None
+) -> list[tuple[str, str, Any]]:
+    """Decode stored pending writes into LangGraph's ``(task id, channel, value)``, in order.
+
+    The runtime's order: task path, then task id, then index. With
+    ``channels``, only the writes to those channels (the others are not
+    revived at all).
+    """
+    decoded = []
+    for stored in writes:
+        try:
+            write = loads(stored)
+        except (ValueError, TypeError) as exc:
+            raise CorruptDataError(f"a pending write does not decode ({exc})") from exc
+        if (
+            type(write) is not list
+            or len(write) != 6
+            or type(write[0]) is not str
+            or type(write[1]) is not int
+            or type(write[2]) is not str
+            or type(write[3]) is not str
+            or type(write[4]) is not str
+        ):
+            raise CorruptDataError(
+                "a pending write is not [task id, idx, path, channel, type, bytes]"
+            )
+        if channels is None or write[3] in channels:
+            decoded.append(write)
+    decoded.sort(key=lambda w: (w[2], w[0], w[1]))
+    revive = serde.loads_typed
+    try:
+        return [(w[0], w[3], revive((w[4], w[5]))) for w in decoded]
+    except Exception as exc:  # any failure to decode stored bytes means they are damaged
+        raise CorruptDataError(
+            f"a pending write's value does not decode ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def corrupt(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, exc: Exception
+) -> CorruptDataError:
+    """``exc`` again, naming the checkpoint it is about."""
+    return CorruptDataError(
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
+        f"{checkpoint_ns!r}) cannot be read: {exc}"
+    )
+
+
+def decode(
+    serde: Any,
+    values: Values,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    entry: Any,
+    writes: list[Any],
+    filter: dict[str, Any] | None = None,
+) -> Found | None:
+    """Decode a stored checkpoint entry and its pending-write entries (stored bytes).
+
+    With a ``filter``, the metadata is read first and None is returned
+    when it does not match, so skipped checkpoints cost no checkpoint decode.
+    Channel values stored beside the entry are read by :func:`complete`.
+    """
+    try:
+        if filter and not C.matches(E.head(serde, entry)[0], filter):
+            return None
+        decoded = E.decode(serde, entry)
+        pending = pending_writes(serde, writes) if writes else []
+    except CorruptDataError as exc:
+        raise corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
+    checkpoint = decoded.checkpoint
+    if decoded.inline is not None:
+        run_id = decoded.metadata.get("run_id")
+        values.remember(
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            Head(
+                dict(checkpoint["channel_versions"]),
+                decoded.inline,
+                run_id if type(run_id) is str else None,
+            ),
+        )
+    return (
+        thread_id,
+        checkpoint_ns,
+        checkpoint_id,
+        checkpoint,
+        decoded.metadata,
+        decoded.parent_id,
+        pending,
+        decoded.inline,
+    )
+
+
+def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointTuple]:
+    """Read the channel values of a batch of decoded rows, and build their tuples."""
+    shared = [((row[0], row[1], row[2]), row[3], row[7]) for row in batch if row[7] is not None]
+    if shared:
+        values.fill(serde, shared)
+    out: list[CheckpointTuple] = []
+    for (
+        thread_id,
+        checkpoint_ns,
+        checkpoint_id,
+        checkpoint,
+        metadata,
+        parent_id,
+        writes,
+        _,
+    ) in batch:
+        parent = (
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": parent_id,
+                }
+            }
+            if parent_id
+            else None
+        )
+        config = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+        # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
+        out.append(_new_tuple(CheckpointTuple, (config, checkpoint, metadata, parent, writes)))
+    return out

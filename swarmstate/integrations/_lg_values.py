@@ -1,0 +1,477 @@
+"""Where the LangGraph checkpointer keeps channel values: once per (channel, version).
+
+LangGraph versions every channel and passes ``new_versions``, the channels
+whose version changed, to each ``put``. A channel's value is stored when
+its version changes, exactly as passed, and a checkpoint names the versions
+it holds: a read returns the value stored at each channel's version
+(LangGraph's reference semantics; ``InMemorySaver`` and ``PostgresSaver``
+agree). An in-place edit of a channel that no node wrote is therefore not
+recorded, as there.
+
+A stored value is one of two forms:
+
+* ``[BLOB, type, bytes]``: the serializer's pair;
+* ``[LIST, refs]``: a list cut into shared segments (:mod:`._lg_lists`),
+  ``refs`` being ``[segment key, first item, end item]`` triples; a version
+  of a growing list costs its new items.
+
+Every checkpoint entry names, in its ``inline`` map (:mod:`._lg_entry`),
+each channel that has a value at its version: small forms (a counter, a
+route, every list's refs) are carried there as they are, and a larger blob,
+stored in an entry of its own under ``(channel, version)``, as ``[APART]``.
+The map is copied, as stored, into each child entry for the channels whose
+version does not change. So a read of a conversation's checkpoint is its
+entry, plus the segments of its lists and the large blobs it names; a
+channel the map does not name has no value, and costs no lookup.
+
+Caches, all keyed by immutable names: the listings of recently written or
+read list versions (the next ``put`` of the thread compares bytes with its
+parent's instead of reading them back, and a read of the latest checkpoint
+needs no segment), the heads of recent checkpoints, and serialized items
+by content (:mod:`._lg_memo`). None can be made stale by another process.
+
+Space comes back through :meth:`Values.collect`: after checkpoints are
+deleted, the values and segments no remaining checkpoint of that thread
+namespace references are deleted too. It lists the value and segment keys
+*before* it reads the checkpoints, so an entry written by a concurrent
+``put`` is either not listed or referenced by a checkpoint it reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, NamedTuple
+
+from swarmstate._base import BaseStore
+from swarmstate._codec import dumps
+from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
+from swarmstate.integrations import _lg_entry as E
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations import _lg_lists as L
+from swarmstate.integrations._lg_memo import Memo
+
+__all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Values"]
+
+BLOB: Final = 0
+LIST: Final = 1
+APART: Final = 2
+"""The inline form of a value stored in an entry of its own."""
+SPLIT_MIN: Final = 1024
+"""A list value whose serialized bytes reach this size is stored as a listing."""
+INLINE_MAX: Final = 128
+"""A blob whose serialized bytes are at most this long rides in the checkpoint entry."""
+_PAGE: Final = 256
+_HEADS_MAX: Final = 8192
+
+Pair = tuple[str, str]
+"""``(values namespace, value key)``: the name of one channel's value at one version."""
+Context = tuple[str, str, str]
+"""``(thread id, checkpoint_ns, checkpoint id)`` that asked for a value: named in errors."""
+Entry = tuple[str, str, bytes]
+_ABSENT: Final = object()
+
+
+class Head(NamedTuple):
+    """What a child checkpoint needs of its parent: channel versions and inline values."""
+
+    versions: dict[str, Any]
+    inline: dict[str, list[Any]]
+    run_id: str | None = None
+    """The run that wrote it: a child of the same run finds the run index in place."""
+
+
+class _Listings:
+    """Recently used list versions, by :data:`Pair`, within a byte budget."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._size = 0
+        self._items: OrderedDict[Pair, L.Listing] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, pair: Pair) -> L.Listing | None:
+        with self._lock:
+            found = self._items.get(pair)
+            if found is not None:
+                self._items.move_to_end(pair)
+            return found
+
+    def put(self, pair: Pair, listing: L.Listing) -> None:
+        size = len(listing.data)
+        if size > self._budget:
+            return
+        with self._lock:
+            old = self._items.pop(pair, None)
+            if old is not None:
+                self._size -= len(old.data)
+            self._items[pair] = listing
+            self._size += size
+            while self._size > self._budget:
+                _, evicted = self._items.popitem(last=False)
+                self._size -= len(evicted.data)
+
+    def drop(self, prefix: str) -> None:
+        """Forget every listing of the namespaces under ``prefix`` (a thread)."""
+        with self._lock:
+            for pair in [p for p in self._items if p[0].startswith(prefix)]:
+                self._size -= len(self._items.pop(pair).data)
+
+
+class Values:
+    """Channel values of every thread of one store: writes, batched reads, reclaim."""
+
+    def __init__(self, store: BaseStore, cache_bytes: int) -> None:
+        self.store = store
+        self._listings = _Listings(cache_bytes // 2)
+        self._memo = Memo(cache_bytes // 2)
+        self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- the heads of recent checkpoints ---------------------------------------
+
+    def remember(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: Head) -> None:
+        """Record the versions and inline values of a checkpoint just written or read."""
+        with self._lock:
+            self._heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
+            if len(self._heads) > _HEADS_MAX:
+                self._heads.popitem(last=False)
+
+    def parent_head(
+        self, serde: Any, thread_id: str, checkpoint_ns: str, parent_id: str
+    ) -> Head | None:
+        """The versions and inline values of the parent of a new checkpoint.
+
+        None when the parent is missing or stored whole (an earlier layout):
+        the new checkpoint then stores every value it holds, and relies on no
+        other entry.
+        """
+        with self._lock:
+            found = self._heads.get((thread_id, checkpoint_ns, parent_id))
+        if found is not None:
+            return found
+        namespace = K.scope(thread_id, checkpoint_ns)
+        key = K.checkpoint_key(parent_id)
+        rows = self.store.items(namespace, start=key, limit=1, raw=True)
+        if not rows or rows[0][0] != key:
+            return None
+        decoded = E.decode(serde, rows[0][1])
+        if decoded.inline is None:
+            return None
+        run_id = decoded.metadata.get("run_id")
+        head = Head(
+            decoded.checkpoint["channel_versions"],
+            decoded.inline,
+            run_id if type(run_id) is str else None,
+        )
+        self.remember(thread_id, checkpoint_ns, parent_id, head)
+        return head
+
+    # -- writes ----------------------------------------------------------------
+
+    def entries(
+        self,
+        serde: Any,
+        thread_id: str,
+        checkpoint_ns: str,
+        values: Mapping[str, Any],
+        stored: Mapping[str, Any],
+        parent: Head | None,
+    ) -> tuple[list[Entry], dict[str, list[Any]], list[tuple[Pair, L.Listing]]]:
+        """How to store ``values[channel]`` at each ``(channel, version)`` of ``stored``.
+
+        Returns the store entries, the forms to carry in the checkpoint
+        entry, and the listings to cache: pass those to :meth:`cache` once
+        the entries are written (a listing cached before its segments exist
+        could become the base of another version).
+        """
+        values_ns = K.values(thread_id, checkpoint_ns)
+        out: list[Entry] = []
+        inline: dict[str, list[Any]] = {}
+        listings: list[tuple[Pair, L.Listing]] = []
+        for channel, version in stored.items():
+            if channel not in values:
+                continue  # no value at this version: a read leaves the channel out
+            key = K.value_key(channel, version)
+            if key is None:
+                raise InvalidArgumentError(
+                    f"channel {channel!r} has version {version!r}; "
+                    "channel versions must be str, int or float"
+                )
+            value = values[channel]
+            data = self._memo.serialize(serde, value) if type(value) is list else None
+            if data is not None:
+                kind = "msgpack"
+            else:
+                kind, data = serde.dumps_typed(value)
+            built = None
+            if kind == "msgpack" and len(data) >= SPLIT_MIN:
+                base = None
+                if parent is not None and channel in parent.versions:
+                    base = self._base(thread_id, checkpoint_ns, channel, parent)
+                built = L.build(bytes(data), base)
+            if built is not None:
+                listing, segments = built
+                segments_ns = K.segments(thread_id, checkpoint_ns)
+                out.extend((segments_ns, name, encoded) for name, encoded in segments)
+                inline[channel] = [LIST, [list(ref) for ref in listing.refs]]
+                listings.append(((values_ns, key), listing))
+            elif len(data) <= INLINE_MAX:
+                inline[channel] = [BLOB, kind, bytes(data)]
+            else:
+                out.append((values_ns, key, dumps([BLOB, kind, data])))
+                inline[channel] = [APART]
+        return out, inline, listings
+
+    def cache(self, listings: Iterable[tuple[Pair, L.Listing]]) -> None:
+        for pair, listing in listings:
+            self._listings.put(pair, listing)
+
+    def _base(
+        self, thread_id: str, checkpoint_ns: str, channel: str, parent: Head
+    ) -> L.Listing | None:
+        """The listing a new version is built from: the parent's, cached or read."""
+        form = parent.inline.get(channel)
+        key = K.value_key(channel, parent.versions[channel])
+        if form is None or form[0] != LIST or key is None:
+            return None  # the parent's value is not a listing: nothing to share
+        pair = (K.values(thread_id, checkpoint_ns), key)
+        context = (thread_id, checkpoint_ns, "(parent)")
+        listings = self._resolve({pair: (context, form)})[1]
+        return listings.get(pair)
+
+    # -- reads -----------------------------------------------------------------
+
+    def fill(self, serde: Any, found: list[tuple[Context, dict[str, Any], dict[str, Any]]]) -> None:
+        """Set ``channel_values`` of each ``(context, checkpoint, inline forms)``.
+
+        Every value is decoded anew for each checkpoint (callers may change
+        what they get); the stored bytes are fetched once for the batch.
+        """
+        wanted: dict[Pair, tuple[Context, list[Any]]] = {}
+        names: list[list[tuple[str, Pair]]] = []
+        for context, checkpoint, inline in found:
+            values_ns = K.values(context[0], context[1])
+            mine = []
+            for channel, version in checkpoint["channel_versions"].items():
+                form = inline.get(channel)
+                key = K.value_key(channel, version)
+                if form is None or key is None:
+                    continue  # no value at this version
+                pair = (values_ns, key)
+                mine.append((channel, pair))
+                if pair not in wanted:
+                    wanted[pair] = (context, form)
+            names.append(mine)
+        blobs, listings = self._resolve(wanted)
+        for (context, checkpoint, _), mine in zip(found, names, strict=True):
+            channel_values: dict[str, Any] = {}
+            for channel, pair in mine:
+                value = _decode(serde, pair, blobs, listings, context)
+                if value is not _ABSENT:
+                    channel_values[channel] = value
+            checkpoint["channel_values"] = channel_values
+
+    def read(self, serde: Any, wanted: dict[Pair, tuple[Context, list[Any]]]) -> dict[Pair, Any]:
+        """The decoded values of ``wanted`` (pair -> asking checkpoint, its inline form)."""
+        blobs, listings = self._resolve(wanted)
+        out: dict[Pair, Any] = {}
+        for pair, (context, _) in wanted.items():
+            value = _decode(serde, pair, blobs, listings, context)
+            if value is not _ABSENT:
+                out[pair] = value
+        return out
+
+    def _resolve(
+        self, wanted: dict[Pair, tuple[Context, list[Any]]]
+    ) -> tuple[dict[Pair, tuple[str, bytes]], dict[Pair, L.Listing]]:
+        """The stored forms of ``wanted``: blobs as serializer pairs, lists as listings.
+
+        Inline forms are used as given; values stored apart are read in one
+        batch, then the segments of every list not in the cache in another.
+        """
+        blobs: dict[Pair, tuple[str, bytes]] = {}
+        listings: dict[Pair, L.Listing] = {}
+        roots: dict[Pair, tuple[L.Ref, ...]] = {}
+        missing: list[Pair] = []
+        for pair, (context, form) in wanted.items():
+            if type(form) is list and form == [APART]:
+                missing.append(pair)
+            else:
+                self._sort(pair, form, context, blobs, listings, roots)
+        if missing:
+            for pair, row in zip(missing, self.store.get_many(missing), strict=True):
+                if row is None:
+                    raise _corrupt(*wanted[pair][0], _channel_of(pair), DecodeError("missing"))
+                self._sort(pair, row, wanted[pair][0], blobs, listings, roots)
+        if roots:
+            self._assemble(roots, wanted, listings)
+        return blobs, listings
+
+    def _sort(
+        self,
+        pair: Pair,
+        form: Any,
+        context: Context,
+        blobs: dict[Pair, tuple[str, bytes]],
+        listings: dict[Pair, L.Listing],
+        roots: dict[Pair, tuple[L.Ref, ...]],
+    ) -> None:
+        try:
+            kind = form[0]
+            if kind == BLOB:
+                if type(form[1]) is not str or type(form[2]) is not bytes:
+                    raise DecodeError(f"a stored value is {form!r}")
+                blobs[pair] = (form[1], form[2])
+            elif kind == LIST:
+                cached = self._listings.get(pair)
+                if cached is not None:
+                    listings[pair] = cached
+                else:
+                    roots[pair] = tuple(_ref(ref) for ref in form[1])
+            else:
+                raise DecodeError(f"unknown value form {kind!r}")
+        except (TypeError, IndexError, ValueError) as exc:
+            raise _corrupt(*context, _channel_of(pair), exc) from exc
+
+    def _assemble(
+        self,
+        roots: dict[Pair, tuple[L.Ref, ...]],
+        wanted: dict[Pair, tuple[Context, list[Any]]],
+        listings: dict[Pair, L.Listing],
+    ) -> None:
+        owners: dict[Pair, Pair] = {}
+        for pair, refs in roots.items():
+            segments_ns = K.segments(*wanted[pair][0][:2])
+            for ref in refs:
+                owners.setdefault((segments_ns, ref.key), pair)
+        order = list(owners)
+        segments: dict[Pair, tuple[array[int], bytes]] = {}
+        for segment_pair, row in zip(order, self.store.get_many(order), strict=True):
+            if row is None:
+                continue  # reported by assemble() as missing
+            owner = owners[segment_pair]
+            try:
+                segments[segment_pair] = L.parse_segment(row)
+            except DecodeError as exc:
+                raise _corrupt(*wanted[owner][0], _channel_of(owner), exc) from exc
+        for pair, refs in roots.items():
+            segments_ns = K.segments(*wanted[pair][0][:2])
+            by_key = {
+                ref.key: segments[(segments_ns, ref.key)]
+                for ref in refs
+                if (segments_ns, ref.key) in segments
+            }
+            try:
+                listing = L.assemble(refs, by_key)
+            except DecodeError as exc:
+                raise _corrupt(*wanted[pair][0], _channel_of(pair), exc) from exc
+            listings[pair] = listing
+            self._listings.put(pair, listing)
+
+    # -- reclaim ---------------------------------------------------------------
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what the caches hold of one thread (after it was changed by a delete)."""
+        self._listings.drop(K.thread_prefix(thread_id))
+        with self._lock:
+            for key in [k for k in self._heads if k[0] == thread_id]:
+                del self._heads[key]
+
+    def collect(self, serde: Any, thread_id: str, checkpoint_ns: str) -> int:
+        """Delete the values and segments no checkpoint of the namespace references.
+
+        Returns how many entries were deleted.
+        """
+        values_ns = K.values(thread_id, checkpoint_ns)
+        segments_ns = K.segments(thread_id, checkpoint_ns)
+        # Listed before the checkpoints are read: see the module docstring.
+        value_keys = set(self.store.keys(values_ns))
+        segment_keys = set(self.store.keys(segments_ns))
+        if not value_keys and not segment_keys:
+            return 0
+        referenced: set[str] = set()
+        used: set[str] = set()
+        for key, entry in self.scan(K.scope(thread_id, checkpoint_ns)):
+            if key[-1] != K.CHECKPOINT:
+                continue
+            decoded = E.decode(serde, entry)
+            if decoded.inline is None:
+                continue
+            for channel, version in decoded.checkpoint["channel_versions"].items():
+                form = decoded.inline.get(channel)
+                if form is None:
+                    continue
+                if form[0] == APART:
+                    value_key = K.value_key(channel, version)
+                    if value_key is not None:
+                        referenced.add(value_key)
+                elif form[0] == LIST:
+                    used.update(ref[0] for ref in form[1])
+        live = sorted(value_keys & referenced)
+        dead = [(values_ns, key) for key in sorted(value_keys - referenced)]
+        for start in range(0, len(live), _PAGE):
+            page = [(values_ns, key) for key in live[start : start + _PAGE]]
+            for row in self.store.get_many(page):
+                if type(row) is list and row and row[0] == LIST:
+                    used.update(ref[0] for ref in row[1])
+        dead += [(segments_ns, key) for key in sorted(segment_keys - used)]
+        for start in range(0, len(dead), _PAGE):
+            self.store.delete_many(dead[start : start + _PAGE])
+        return len(dead)
+
+    def scan(self, namespace: str) -> Iterator[tuple[str, bytes]]:
+        """Every ``(key, stored bytes)`` of a namespace in key order, a page at a time."""
+        rows = self.store.items(namespace, limit=_PAGE, raw=True)
+        yield from rows
+        while len(rows) == _PAGE:
+            last = rows[-1][0]
+            # ``start`` is inclusive: the next page begins with the last key seen.
+            rows = self.store.items(namespace, start=last, limit=_PAGE + 1, raw=True)
+            rows = rows[1:] if rows and rows[0][0] == last else rows[:_PAGE]
+            yield from rows
+
+
+def _decode(
+    serde: Any,
+    pair: Pair,
+    blobs: dict[Pair, tuple[str, bytes]],
+    listings: dict[Pair, L.Listing],
+    context: Context,
+) -> Any:
+    """The value stored under ``pair``, decoded, or :data:`_ABSENT`."""
+    try:
+        listing = listings.get(pair)
+        if listing is not None:
+            return serde.loads_typed(("msgpack", listing.data))
+        if pair in blobs:
+            return serde.loads_typed(blobs[pair])
+    except Exception as exc:  # stored bytes that do not decode are damaged
+        raise _corrupt(*context, _channel_of(pair), exc) from exc
+    return _ABSENT
+
+
+def _ref(stored: Any) -> L.Ref:
+    key, start, stop = stored
+    if type(key) is not str or type(start) is not int or type(stop) is not int:
+        raise DecodeError(f"a list value names a segment as {stored!r}")
+    return L.Ref(key, start, stop)
+
+
+def _channel_of(pair: Pair) -> str:
+    try:
+        return K.read_field(pair[1], 0)[0]
+    except (ValueError, IndexError):
+        return pair[1]
+
+
+def _corrupt(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, channel: str, exc: BaseException
+) -> CorruptDataError:
+    return CorruptDataError(
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
+        f"{checkpoint_ns!r}): the value of channel {channel!r} cannot be read "
+        f"({type(exc).__name__}: {exc}); the stored data is damaged or incomplete"
+    )

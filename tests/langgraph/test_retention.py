@@ -1,0 +1,282 @@
+"""Retention on every backend: what is kept, what goes, and that nothing a graph needs is lost."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import multiprocessing
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.channels import DeltaChannel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+from test_sharing import assert_every_item_is_needed, chat_graph, everything, talk
+
+import swarmstate as ss
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
+
+MakeStore = Callable[[], ss.BaseStore]
+DAY = datetime.timedelta(days=1)
+
+
+def cfg(thread_id: str, **extra: Any) -> Any:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+def count_by_namespace(saver: SwarmStateSaver, thread_id: str) -> Counter[str]:
+    return Counter(t.config["configurable"]["checkpoint_ns"] for t in saver.list(cfg(thread_id)))
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def subgraph_chat(saver: Any) -> Any:
+    """A root graph whose node is a subgraph with its own checkpoints."""
+    inner = StateGraph(Chat)
+    inner.add_node(
+        "think", lambda s: {"messages": [AIMessage(content="hm", id=f"t{len(s['messages'])}")]}
+    )
+    inner.add_edge(START, "think")
+    inner.add_edge("think", END)
+    builder = StateGraph(Chat)
+    builder.add_node("sub", inner.compile(checkpointer=True))
+    builder.add_node(
+        "say", lambda s: {"messages": [AIMessage(content="ok", id=f"s{len(s['messages'])}")]}
+    )
+    builder.add_edge(START, "sub")
+    builder.add_edge("sub", "say")
+    builder.add_edge("say", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = subgraph_chat(saver)
+    for turn in range(6):
+        graph.invoke({"messages": [HumanMessage(content=f"q{turn}", id=f"q{turn}")]}, cfg("s"))
+    before = count_by_namespace(saver, "s")
+    assert len(before) == 2
+    assert all(n > 3 for n in before.values())
+    newest = {
+        ns: [t.checkpoint["id"] for t in saver.list(cfg("s", checkpoint_ns=ns))][:3]
+        for ns in before
+    }
+    state = graph.get_state(cfg("s")).values
+    report = saver.retain(keep_last=3)
+    assert count_by_namespace(saver, "s") == {ns: 3 for ns in before}
+    for ns, ids in newest.items():
+        assert [t.checkpoint["id"] for t in saver.list(cfg("s", checkpoint_ns=ns))] == ids
+    assert report.checkpoints_deleted == sum(before.values()) - 6
+    assert (report.threads_examined, report.threads_deleted) == (1, 0)
+    assert graph.get_state(cfg("s")).values == state
+    assert_every_item_is_needed(saver, "s")
+
+
+def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "a", 8)
+    talk(graph, "b", 3)
+    old = datetime.datetime.now(datetime.UTC) + 2 * DAY  # "b" looks idle from there
+    store = saver.store
+    contents = {ns: store.items(ns, raw=True) for ns in store.namespaces()}
+    readable = everything(saver)
+    plan = saver.retain(keep_last=2, older_than=DAY, thread_ids=["b"], now=old, dry_run=True)
+    plan_a = saver.retain(keep_last=2, thread_ids=["a"], dry_run=True)
+    assert {ns: store.items(ns, raw=True) for ns in store.namespaces()} == contents
+    assert everything(saver) == readable
+    assert plan.dry_run
+    assert (plan.threads_deleted, plan.bytes_freed > 0) == (1, True)
+    assert plan_a.checkpoints_deleted > 0
+    assert plan_a.writes_deleted > 0
+    done = saver.retain(keep_last=2, older_than=DAY, thread_ids=["b"], now=old)
+    done_a = saver.retain(keep_last=2, thread_ids=["a"])
+    for ran, planned in ((done, plan), (done_a, plan_a)):
+        assert not ran.dry_run
+        assert (ran.threads_examined, ran.threads_deleted) == (
+            planned.threads_examined,
+            planned.threads_deleted,
+        )
+        assert (ran.checkpoints_deleted, ran.writes_deleted) == (
+            planned.checkpoints_deleted,
+            planned.writes_deleted,
+        )
+        assert ran.bytes_freed == planned.bytes_freed
+    assert store.namespaces(K.thread_prefix("b")) == []
+    assert len(list(saver.list(cfg("a")))) == 2
+
+
+def test_older_than_deletes_only_threads_idle_that_long(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "idle", 2)
+    talk(graph, "busy", 2)
+    stamps = {}
+    for thread in ("idle", "busy"):
+        latest = saver.get_tuple(cfg(thread))
+        assert latest is not None
+        stamps[thread] = datetime.datetime.fromisoformat(latest.checkpoint["ts"])
+    assert stamps["busy"] > stamps["idle"]
+    # Seen from an hour later, a horizon that falls between the two last activities.
+    now = stamps["busy"] + datetime.timedelta(hours=1)
+    middle = stamps["idle"] + (stamps["busy"] - stamps["idle"]) / 2
+    horizon = now - middle
+    report = saver.retain(older_than=horizon, now=now)
+    assert saver.list_threads() == ["busy"]
+    assert (report.threads_examined, report.threads_deleted) == (2, 1)
+    assert saver.retain(older_than=2 * 3600.0, now=now).threads_deleted == 0
+    with pytest.raises(ss.InvalidArgumentError, match="older_than"):
+        saver.retain(older_than=-1)
+    with pytest.raises(ss.InvalidArgumentError, match="keep_last"):
+        saver.retain(keep_last=0)
+    with pytest.raises(ss.InvalidArgumentError, match="aware"):
+        saver.retain(older_than=1, now=datetime.datetime(2026, 1, 1))
+
+
+class Work(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    done: Annotated[list[str], lambda a, b: a + b]
+
+
+def test_an_interrupted_run_resumes_after_retention_and_runs_no_task_twice(
+    make_store: MakeStore,
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def tool(name: str) -> Callable[[Work], dict[str, Any]]:
+        def node(state: Work) -> dict[str, Any]:
+            runs[name] += 1
+            return {"done": [name]}
+
+        return node
+
+    def review(state: Work) -> dict[str, Any]:
+        runs["review"] += 1
+        answer = interrupt("approve?")
+        return {"done": [f"review:{answer}"]}
+
+    builder = StateGraph(Work)
+    for name in ("fetch", "parse"):
+        builder.add_node(name, tool(name))
+        builder.add_edge(START, name)
+    builder.add_node("review", review)
+    builder.add_node("ship", tool("ship"))
+    builder.add_edge(["fetch", "parse"], "review")
+    builder.add_edge("review", "ship")
+    builder.add_edge("ship", END)
+    saver = SwarmStateSaver(make_store())
+    graph = builder.compile(checkpointer=saver)
+    for turn in range(3):  # history worth pruning
+        graph.invoke({"messages": [HumanMessage(content=f"t{turn}", id=f"t{turn}")]}, cfg("w"))
+        graph.invoke(Command(resume="yes"), cfg("w"))
+    graph.invoke({"messages": [HumanMessage(content="last", id="last")]}, cfg("w"))
+    assert graph.get_state(cfg("w")).next == ("review",)
+    before = dict(runs)
+    saver.retain(keep_last=1)
+    assert len(list(saver.list(cfg("w")))) == 1
+    resumed = SwarmStateSaver(saver.store)  # another process, no cache
+    out = builder.compile(checkpointer=resumed).invoke(Command(resume="ok"), cfg("w"))
+    assert out["done"][-2:] == ["review:ok", "ship"]
+    assert (runs["fetch"], runs["parse"]) == (before["fetch"], before["parse"])
+    assert runs["ship"] == before["ship"] + 1
+
+
+def _fold(state: list[Any], writes: list[Any]) -> list[Any]:
+    return functools.reduce(add_messages, writes, state)
+
+
+class DeltaChat(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_fold, snapshot_frequency=5)]
+
+
+def test_a_delta_channel_graph_still_rebuilds_its_state(make_store: MakeStore) -> None:
+    builder = StateGraph(DeltaChat)
+    builder.add_node(
+        "agent", lambda s: {"messages": [AIMessage(content="a", id=f"a{len(s['messages'])}")]}
+    )
+    builder.add_edge(START, "agent")
+    saver = SwarmStateSaver(make_store())
+    graph = builder.compile(checkpointer=saver)
+    for turn in range(13):
+        graph.invoke({"messages": [HumanMessage(content=f"u{turn}", id=f"u{turn}")]}, cfg("d"))
+    state = graph.get_state(cfg("d")).values
+    assert len(state["messages"]) == 26
+    saver.retain(keep_last=1)
+    kept = list(saver.list(cfg("d")))
+    assert 1 < len(kept) < 26 * 3  # the chain back to the last snapshot stays, not more
+    fresh = builder.compile(checkpointer=SwarmStateSaver(saver.store))
+    assert fresh.get_state(cfg("d")).values == state
+    graph.invoke({"messages": [HumanMessage(content="more", id="more")]}, cfg("d"))
+    assert len(fresh.get_state(cfg("d")).values["messages"]) == 28
+
+
+def test_a_policy_at_construction_applies_as_the_graph_writes(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store(), retention=Retention(keep_last=4, every=10))
+    graph = chat_graph(saver)
+    talk(graph, "p", 12)  # 36 puts: the policy ran three times
+    kept = len(list(saver.list(cfg("p"))))
+    assert 4 <= kept < 4 + 10
+    assert graph.get_state(cfg("p")).values["messages"][-1].id == "ai-23"
+    with pytest.raises(ss.InvalidArgumentError, match="keep_last, older_than"):
+        Retention()
+    with pytest.raises(ss.InvalidArgumentError, match="every"):
+        Retention(keep_last=1, every=0)
+    with pytest.raises(ss.InvalidArgumentError, match="retention"):
+        SwarmStateSaver(retention={"keep_last": 1})  # type: ignore[arg-type]
+
+
+async def test_aretain_is_retain(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    talk(chat_graph(saver), "x", 4)
+    report = await saver.aretain(keep_last=1, dry_run=True)
+    assert isinstance(report, RetentionReport)
+    assert report.checkpoints_deleted > 0
+
+
+def _writer(path: str, turns: int, queue: Any) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    try:
+        with DiskStore(path) as store:
+            graph = chat_graph(SwarmStateSaver(store))
+            talk(graph, "live", turns, start=5)
+            queue.put(("ok", len(graph.get_state(cfg("live")).values["messages"])))
+    except BaseException as exc:  # reported to the test
+        queue.put(("error", repr(exc)))
+
+
+@pytest.mark.slow
+def test_retention_in_one_process_while_another_writes_loses_nothing(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    path = str(tmp_path / "shared.db")
+    with DiskStore(path) as store:
+        talk(chat_graph(SwarmStateSaver(store)), "live", 5)
+        talk(chat_graph(SwarmStateSaver(store)), "old", 5)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    writer = ctx.Process(target=_writer, args=(path, 30, queue))
+    writer.start()
+    with DiskStore(path) as store:
+        saver = SwarmStateSaver(store)
+        rounds = 0
+        while writer.is_alive() or rounds < 3:
+            saver.retain(keep_last=2)
+            rounds += 1
+        writer.join(120)
+        status, detail = queue.get(timeout=10)
+        assert (status, writer.exitcode) == ("ok", 0), detail
+        # 5 turns before, 30 during: every message of every turn is there.
+        state = chat_graph(SwarmStateSaver(store)).get_state(cfg("live")).values
+        assert len(state["messages"]) == detail == 2 * 35
+        assert saver.verify() == []

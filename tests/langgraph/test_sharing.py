@@ -1,0 +1,414 @@
+"""Checkpoints that cost the change: what is stored, what is shared, what comes back."""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+import swarmstate as ss
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import SwarmStateSaver
+
+MakeStore = Callable[[], ss.BaseStore]
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    trim: bool
+
+
+def _text(n: int) -> str:
+    return " ".join(f"word{(n * 31 + i * 17) % 997}" for i in range(60))
+
+
+def chat_graph(saver: Any) -> Any:
+    def agent(state: Chat) -> dict[str, Any]:
+        n = len(state["messages"])
+        out: list[Any] = [AIMessage(content=f"answer {n} {_text(n)}", id=f"ai-{n}")]
+        if state.get("trim"):
+            out.insert(0, RemoveMessage(id=state["messages"][0].id))
+        return {"messages": out}
+
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", END)
+    return builder.compile(checkpointer=saver)
+
+
+def cfg(thread_id: str, **extra: Any) -> Any:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+def talk(graph: Any, thread: str, turns: int, start: int = 0, **state: Any) -> None:
+    for turn in range(start, start + turns):
+        user = HumanMessage(content=f"question {turn} {_text(turn)}", id=f"{thread}-u{turn}")
+        graph.invoke({"messages": [user], **state}, cfg(thread), durability="sync")
+
+
+def everything(saver: SwarmStateSaver) -> list[Any]:
+    """Every checkpoint of every thread as a fresh saver (no cache) reads it."""
+    fresh = SwarmStateSaver(saver.store)
+    return [(t.config, t.checkpoint, t.metadata, t.pending_writes) for t in fresh.list(None)]
+
+
+def thread_items(store: ss.BaseStore, thread: str) -> list[tuple[str, str]]:
+    """The stored values and list segments of a thread: what sharing may leave behind."""
+    pairs = []
+    for ns in store.namespaces(K.thread_prefix(thread)):
+        if ns.endswith((K.VALUES, K.SEGMENTS)):
+            pairs.extend((ns, key) for key in store.keys(ns))
+    return pairs
+
+
+def assert_every_item_is_needed(saver: SwarmStateSaver, thread: str) -> None:
+    """Removing any one stored value or segment of ``thread`` breaks a read of its checkpoints.
+
+    Checked without the saver's own bookkeeping: each item is deleted under a
+    store snapshot, every checkpoint is read back by a fresh saver, and the
+    snapshot is restored.
+    """
+    store = saver.store
+    expected = everything(saver)
+    items = thread_items(store, thread)
+    assert items
+    for ns, key in items:
+        before = store.snapshot()
+        store.delete(ns, key)
+        try:
+            broken = everything(saver) != expected
+        except ss.CorruptDataError:
+            broken = True
+        store.restore(before)
+        assert broken, f"{key!r} in {ns!r} is referenced by no checkpoint"
+    assert everything(saver) == expected
+
+
+def test_a_growing_conversation_stores_each_message_about_once(make_store: MakeStore) -> None:
+    ours = SwarmStateSaver(make_store())
+    reference = InMemorySaver()
+    for saver in (ours, reference):
+        talk(chat_graph(saver), "grow", 40)
+    stored = sum(
+        len(value)
+        for ns in ours.store.namespaces(K.thread_prefix("grow"))
+        for _, value in ours.store.items(ns, raw=True)
+    )
+    # The reference keeps every version of the list whole: 80 versions of up to
+    # 80 messages. Sharing keeps each message a few times, not 40 on average.
+    reference_blobs = sum(len(blob[1]) for blob in reference.blobs.values())
+    assert stored < reference_blobs / 8
+
+
+def test_prune_keeps_the_newest_and_leaves_no_unreferenced_item(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "p", 12)
+    talk(graph, "keep", 3)
+    latest = graph.get_state(cfg("p")).values
+    untouched = [t.checkpoint for t in saver.list(cfg("keep"))]
+    before = len(thread_items(saver.store, "p"))
+    saver.prune(["p"], keep_last=2)
+    assert len(list(saver.list(cfg("p")))) == 2
+    assert graph.get_state(cfg("p")).values == latest
+    assert len(thread_items(saver.store, "p")) < before
+    assert_every_item_is_needed(saver, "p")
+    assert [t.checkpoint for t in saver.list(cfg("keep"))] == untouched
+    # The pruned thread goes on from its latest checkpoint.
+    talk(graph, "p", 2, start=12)
+    assert len(graph.get_state(cfg("p")).values["messages"]) == len(latest["messages"]) + 4
+
+
+def test_delete_for_runs_frees_what_only_those_runs_referenced(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    for turn in range(6):
+        user = HumanMessage(content=f"q {turn} {_text(turn)}", id=f"u{turn}")
+        graph.invoke(
+            {"messages": [user]},
+            {"configurable": {"thread_id": "r"}, "metadata": {"run_id": f"run-{turn % 2}"}},
+            durability="sync",
+        )
+    saver.delete_for_runs(["run-1"])
+    assert {t.metadata["run_id"] for t in saver.list(cfg("r"))} == {"run-0"}
+    assert_every_item_is_needed(saver, "r")
+
+
+def test_delete_thread_leaves_nothing_of_it(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "gone", 6)
+    talk(graph, "stays", 2)
+    saver.delete_thread("gone")
+    assert saver.store.namespaces(K.thread_prefix("gone")) == []
+    assert graph.get_state(cfg("stays")).values["messages"]
+
+
+def test_a_copied_thread_survives_deleting_its_source(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "src", 8)
+    history = [(s.values, s.next) for s in graph.get_state_history(cfg("src"))]
+    saver.copy_thread("src", "dst")
+    saver.delete_thread("src")
+    fresh = chat_graph(SwarmStateSaver(saver.store))
+    assert [(s.values, s.next) for s in fresh.get_state_history(cfg("dst"))] == history
+    talk(graph, "dst", 2, start=8)
+    assert len(graph.get_state(cfg("dst")).values["messages"]) == 20
+
+
+def test_removals_and_trims_read_back_exactly(make_store: MakeStore) -> None:
+    ours = SwarmStateSaver(make_store())
+    reference = InMemorySaver()
+    for saver in (ours, reference):
+        graph = chat_graph(saver)
+        talk(graph, "trim", 6)
+        talk(graph, "trim", 6, start=6, trim=True)
+    ours_history = [
+        (s.values, s.next)
+        for s in chat_graph(SwarmStateSaver(ours.store)).get_state_history(cfg("trim"))
+    ]
+    reference_history = [
+        (s.values, s.next) for s in chat_graph(reference).get_state_history(cfg("trim"))
+    ]
+    assert ours_history == reference_history
+
+
+def test_concurrent_puts_into_one_thread_from_worker_threads(make_store: MakeStore) -> None:
+    # Several branches of one thread written at once (forks of the same parent),
+    # as workers of a runtime, or two runs, would: every branch reads back whole.
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "c", 4)
+    root = graph.get_state(cfg("c")).config
+    errors: list[BaseException] = []
+
+    def branch(i: int) -> None:
+        try:
+            config = root
+            for step in range(5):
+                config = graph.update_state(
+                    config,
+                    {
+                        "messages": [
+                            AIMessage(content=f"b{i}s{step} {_text(i + step)}", id=f"b{i}-{step}")
+                        ]
+                    },
+                )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=branch, args=(i,)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    fresh = SwarmStateSaver(saver.store)
+    tips = [t for t in fresh.list(cfg("c")) if t.metadata.get("step", 0) >= 0]
+    for i in range(4):
+        ids = [f"b{i}-{s}" for s in range(5)]
+        found = [
+            t
+            for t in tips
+            if [m.id for m in t.checkpoint["channel_values"]["messages"][-5:]] == ids
+        ]
+        assert found, f"branch {i} lost its messages"
+        assert len(found[0].checkpoint["channel_values"]["messages"]) == 8 + 5
+
+
+class Steps(TypedDict, total=False):
+    steps: Annotated[list[str], operator.add]
+
+
+def test_a_thread_in_the_earlier_layout_is_read_and_extended(make_store: MakeStore) -> None:
+    # The layout before this one kept each checkpoint whole: [metadata, parent,
+    # run, checkpoint with its channel values] in one serializer document.
+    saver = SwarmStateSaver(make_store())
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"steps": ["old-1", "old-2"]}
+    checkpoint["channel_versions"] = {"steps": saver.get_next_version(None)}
+    metadata = {"source": "loop", "step": 0, "parents": {}}
+    kind, data = saver.serde.dumps_typed([metadata, None, None, checkpoint])
+    assert kind == "msgpack"
+    assert data[0] == 0x94
+    saver.store.set_many(
+        [(K.scope("old", ""), K.checkpoint_key(checkpoint["id"]), bytes(data))], raw=True
+    )
+    builder = StateGraph(Steps)
+    builder.add_node("a", lambda s: {"steps": ["new"]})
+    builder.add_edge(START, "a")
+    graph = builder.compile(checkpointer=saver)
+    assert graph.get_state(cfg("old")).values == {"steps": ["old-1", "old-2"]}
+    graph.invoke({"steps": ["input"]}, cfg("old"))
+    fresh = builder.compile(checkpointer=SwarmStateSaver(saver.store))
+    assert fresh.get_state(cfg("old")).values == {"steps": ["old-1", "old-2", "input", "new"]}
+    assert len(list(fresh.get_state_history(cfg("old")))) == 4
+    # The first checkpoint written on top of it stands alone: nothing it needs is old.
+    saver.prune(["old"], keep_last=1)
+    assert fresh.get_state(cfg("old")).values == {"steps": ["old-1", "old-2", "input", "new"]}
+
+
+def _fold(state: list[Any], writes: list[Any]) -> list[Any]:
+    return functools.reduce(add_messages, writes, state)
+
+
+class DeltaChat(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_fold, snapshot_frequency=4)]
+
+
+def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeStore) -> None:
+    def agent(state: DeltaChat) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"a{n} {_text(n)}", id=f"a{n}")]}
+
+    builder = StateGraph(DeltaChat)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    ours = SwarmStateSaver(make_store())
+    reference = InMemorySaver()
+    for saver in (ours, reference):
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(9):
+            user = HumanMessage(content=f"u{turn}", id=f"u{turn}")
+            graph.invoke({"messages": [user]}, cfg("d"), durability="sync")
+        history = list(graph.get_state_history(cfg("d")))
+        fork = graph.update_state(
+            history[7].config, {"messages": [HumanMessage(content="f", id="f")]}
+        )
+        graph.invoke(None, fork, durability="sync")
+    mine = [
+        (s.values, s.next) for s in builder.compile(checkpointer=ours).get_state_history(cfg("d"))
+    ]
+    theirs = [
+        (s.values, s.next)
+        for s in builder.compile(checkpointer=reference).get_state_history(cfg("d"))
+    ]
+    assert mine == theirs
+    # The direct read of the chain equals the contract's get_tuple walk, checkpoint by checkpoint.
+    for found in ours.list(cfg("d")):
+        direct = ours.get_delta_channel_history(config=found.config, channels=["messages"])
+        walked = BaseCheckpointSaver.get_delta_channel_history(
+            ours, config=found.config, channels=["messages"]
+        )
+        assert direct == walked
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"",
+        b"\x94",
+        b"\x94\xdd\xff\xff\xff\xff",
+        b"\xc1",
+        b"\x94\x01\x02\x03\x04",
+        b"\x95\x01\x02\x03\x04\x05",
+    ],
+)
+def test_a_damaged_checkpoint_entry_raises_corrupt_data_naming_it(
+    make_store: MakeStore, damage: bytes
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    talk(graph, "bad", 2)
+    latest = saver.get_tuple(cfg("bad"))
+    assert latest is not None
+    key = K.checkpoint_key(latest.checkpoint["id"])
+    saver.store.set_many([(K.scope("bad", ""), key, damage)], raw=True)
+    with pytest.raises(ss.CorruptDataError, match=latest.checkpoint["id"]) as caught:
+        SwarmStateSaver(saver.store).get_tuple(cfg("bad"))
+    assert "'bad'" in str(caught.value)
+    with pytest.raises(ss.CorruptDataError):
+        list(SwarmStateSaver(saver.store).list(None))
+
+
+def test_a_missing_segment_raises_corrupt_data_naming_the_channel(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    talk(chat_graph(saver), "seg", 6)
+    ns = K.segments("seg", "")
+    saver.store.delete(ns, saver.store.keys(ns)[0])
+    with pytest.raises(ss.CorruptDataError, match="messages"):
+        list(SwarmStateSaver(saver.store).list(cfg("seg")))
+
+
+def _previous_layout_graph(saver: Any) -> Any:
+    """The graph that wrote ``data/previous-layout.sqlite`` (swarmstate 0.1.0's layout)."""
+    from langgraph.types import interrupt
+
+    def agent(state: Chat) -> dict[str, Any]:
+        n = len(state["messages"])
+        content = f"answer {n} " + "lorem ipsum dolor " * 20
+        return {"messages": [AIMessage(content=content, id=f"ai-{n}")]}
+
+    def ask(state: Chat) -> dict[str, Any]:
+        reply = interrupt("continue?")
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"resumed with {reply}", id=f"resume-{n}")]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_file_written_by_the_previous_layout_is_read_and_extended(
+    make_store: MakeStore, tmp_path: Any
+) -> None:
+    import shutil
+    from pathlib import Path
+
+    from langgraph.types import Command
+
+    from swarmstate.backends.disk import DiskStore
+
+    # Written by swarmstate 0.1.0 (one entry per whole checkpoint): three turns,
+    # the last one stopped at an interrupt.
+    source = Path(__file__).parent / "data" / "previous-layout.sqlite"
+    path = tmp_path / "old.db"
+    shutil.copyfile(source, path)
+    path.chmod(0o600)
+    with DiskStore(path) as old:
+        before = [
+            (s.values, s.next)
+            for s in _previous_layout_graph(SwarmStateSaver(old)).get_state_history(cfg("chat"))
+        ]
+        assert before[0][1] == ("ask",)
+        assert len(before[0][0]["messages"]) == 8
+        # On every backend: moved there as stored bytes, then resumed and extended.
+        store = make_store()
+        ss.transfer(old, store)
+    saver = SwarmStateSaver(store)
+    graph = _previous_layout_graph(saver)
+    assert [(s.values, s.next) for s in graph.get_state_history(cfg("chat"))] == before
+    resumed = graph.invoke(Command(resume="after the upgrade"), cfg("chat"), durability="sync")
+    assert resumed["messages"][-1].content == "resumed with after the upgrade"
+    graph.invoke(
+        {"messages": [HumanMessage(content="a new turn", id="u-new")]},
+        cfg("chat"),
+        durability="sync",
+    )
+    graph.invoke(Command(resume="again"), cfg("chat"), durability="sync")
+    fresh = _previous_layout_graph(SwarmStateSaver(saver.store))
+    history = [(s.values, s.next) for s in fresh.get_state_history(cfg("chat"))]
+    assert history[-len(before) :] == before  # the old checkpoints read as they were
+    assert len(history[0][0]["messages"]) == 12
+    assert [m.id for m in history[0][0]["messages"][-4:]] == [
+        "resume-8",
+        "u-new",
+        "ai-10",
+        "resume-11",
+    ]

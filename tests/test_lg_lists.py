@@ -1,0 +1,159 @@
+"""Property tests of the shared-segment list layout and of the serialized-item memo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ormsgpack
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+import swarmstate as ss
+from swarmstate.integrations import _lg_lists as L
+from swarmstate.integrations._lg_memo import Memo
+
+items = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.text(max_size=30),
+    st.binary(max_size=20),
+    st.none(),
+    st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3),
+)
+
+# An edit script: each step turns the previous list into the next one.
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "extend", "edit", "remove", "insert", "clear", "trim"]),
+        st.integers(0, 1000),
+        items,
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _apply(current: list[Any], op: str, where: int, item: Any) -> list[Any]:
+    new = list(current)
+    if op == "append":
+        new.append(item)
+    elif op == "extend":
+        new.extend([item] * (where % 5 + 1))
+    elif op == "edit" and new:
+        new[where % len(new)] = item
+    elif op == "remove" and new:
+        del new[where % len(new)]
+    elif op == "insert":
+        new.insert(where % (len(new) + 1), item)
+    elif op == "clear":
+        new = [item]
+    elif op == "trim" and new:
+        new = new[where % len(new) :]
+    return new
+
+
+@settings(max_examples=200, deadline=None)
+@given(script=edits)
+def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
+    script: list[tuple[str, int, Any]],
+) -> None:
+    stored: dict[str, Any] = {}
+    versions: list[tuple[bytes, tuple[L.Ref, ...]]] = []
+    base: L.Listing | None = None
+    current: list[Any] = []
+    for op, where, item in script:
+        current = _apply(current, op, where, item)
+        data = ormsgpack.packb(current)
+        built = L.build(data, base)
+        assert built is not None
+        listing, segments = built
+        for key, encoded in segments:
+            assert key not in stored, "segment keys are never reused"
+            stored[key] = ss.loads(encoded)
+        assert {key for key, _ in segments} <= {ref.key for ref in listing.refs}
+        assert listing.data == data
+        assert len(listing.refs) <= L.MAX_REFS
+        versions.append((data, listing.refs))
+        base = listing
+    # Every version, from the segments alone, is the serializer's bytes again.
+    parsed = {key: L.parse_segment(value) for key, value in stored.items()}
+    for data, refs in versions:
+        assert L.assemble(refs, parsed).data == data
+
+
+def test_appending_writes_about_the_new_items_and_reads_stay_short() -> None:
+    base: L.Listing | None = None
+    current: list[Any] = []
+    written = 0
+    for i in range(2_000):
+        current.append({"i": i, "text": "x" * (i % 50)})
+        data = ormsgpack.packb(current)
+        built = L.build(data, base)
+        assert built is not None
+        base, segments = built
+        written += sum(len(encoded) for _, encoded in segments)
+        assert len(base.refs) <= 3 * L.FANIN
+    # Each item is rewritten about once per tier (log_16 of the length, amortized).
+    assert written < 4 * len(base.data)
+
+
+def test_an_edit_in_the_middle_writes_about_the_edited_item() -> None:
+    current = [{"i": i, "text": "y" * 40} for i in range(1_000)]
+    base = L.build(ormsgpack.packb(current), None)
+    assert base is not None
+    current[500] = {"i": -1, "text": "edited"}
+    built = L.build(ormsgpack.packb(current), base[0])
+    assert built is not None
+    listing, segments = built
+    assert (
+        sum(listing.refs[i].stop - listing.refs[i].start for i in range(len(listing.refs))) == 1_000
+    )
+    assert sum(len(encoded) for _, encoded in segments) < 200
+
+
+def test_bytes_that_are_not_an_array_are_not_a_listing() -> None:
+    assert L.build(ormsgpack.packb({"a": 1}), None) is None
+    assert L.build(b"", None) is None
+
+
+def _messages(n: int) -> list[Any]:
+    return [
+        (HumanMessage if i % 2 else AIMessage)(
+            content=f"message {i} " * 5, id=f"m{i}", additional_kwargs={"n": i}
+        )
+        for i in range(n)
+    ]
+
+
+def test_the_memo_gives_the_serializers_bytes_and_sees_in_place_edits() -> None:
+    serde = JsonPlusSerializer()
+    memo = Memo(1 << 24)
+    messages = _messages(40)
+    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    # Edited in place: same objects, other content. Each edit must be seen.
+    messages[3].content = "changed"
+    messages[7].additional_kwargs["n"] = 7.0  # equal as a number, another type
+    messages[9].additional_kwargs["nested"] = {"a": [1, 2]}
+    messages[11].additional_kwargs = {"n": True}
+    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    messages[9].additional_kwargs["nested"]["a"].append(3)  # deep, in place
+    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    # Fresh objects with the same content hit; the bytes are still exact.
+    copies = serde.loads_typed(serde.dumps_typed(messages))
+    assert memo.serialize(serde, copies) == serde.dumps_typed(messages)[1]
+
+
+def test_the_memo_steps_aside_where_it_cannot_prove_equal_bytes() -> None:
+    serde = JsonPlusSerializer()
+    memo = Memo(1 << 24)
+    messages = _messages(20)
+    messages[2].additional_kwargs["when"] = (1, 2)  # a tuple: not plain data
+    assert memo.serialize(serde, messages) is None
+
+    class Other(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            return super().dumps_typed(obj)
+
+    assert memo.serialize(Other(), _messages(20)) is None  # another encoder: no memo
+    assert memo.serialize(serde, _messages(3)) is None  # short lists go whole
