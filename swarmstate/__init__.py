@@ -6,10 +6,13 @@ LangGraph checkpointer over any of them.
 """
 
 from swarmstate._base import BaseStore, Diff, Snapshot
+from swarmstate._checks import ABSENT, PRESENT
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
+    ConflictError,
     CorruptDataError,
     DecodeError,
+    FencedError,
     IncompatibleStoreError,
     InvalidArgumentError,
     InvalidKeyError,
@@ -19,6 +22,7 @@ from swarmstate._errors import (
     StorageError,
     StoreClosedError,
     SwarmStateError,
+    ThreadDeletedError,
     UnsupportedTypeError,
     ValueOutOfRangeError,
 )
@@ -28,11 +32,15 @@ from swarmstate._transfer import transfer
 __version__ = "0.1.0"
 
 __all__ = [
+    "ABSENT",
+    "PRESENT",
     "BaseStore",
+    "ConflictError",
     "CorruptDataError",
     "DecodeError",
     "Diff",
     "Ext",
+    "FencedError",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidKeyError",
@@ -44,6 +52,7 @@ __all__ = [
     "Store",
     "StoreClosedError",
     "SwarmStateError",
+    "ThreadDeletedError",
     "UnsupportedTypeError",
     "ValueOutOfRangeError",
     "dumps",

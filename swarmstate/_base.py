@@ -54,6 +54,7 @@ from swarmstate._checks import (
     Bound,
     Limit,
     Pair,
+    Requirement,
     Row,
     check_flag,
     check_key,
@@ -61,10 +62,12 @@ from swarmstate._checks import (
     check_name,
     check_range,
     checked_pairs,
+    checked_requirements,
     encoded_rows,
+    unmet,
 )
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
-from swarmstate._errors import SnapshotError
+from swarmstate._errors import ConflictError, SnapshotError
 
 __all__ = [
     "MISSING",
@@ -72,6 +75,7 @@ __all__ = [
     "Diff",
     "Snapshot",
     "Values",
+    "check_conditions",
     "prefix_upper_bound",
     "sorted_diff",
 ]
@@ -124,6 +128,17 @@ class Diff(TypedDict):
     added: list[tuple[str, str]]
     removed: list[tuple[str, str]]
     changed: list[tuple[str, str]]
+
+
+def check_conditions(require: list[Requirement], found: list[bytes | None]) -> None:
+    """Raise :class:`ConflictError` naming the first condition ``found`` breaks."""
+    broken = unmet(require, found)
+    if broken is not None:
+        (ns, key), what = broken
+        raise ConflictError(
+            f"set_many required a condition on ({ns!r}, {key!r}) and found {what}; "
+            "the store changed since it was read: read again and retry"
+        )
 
 
 def sorted_diff(
@@ -371,6 +386,7 @@ class BaseStore(abc.ABC):
         if_absent: bool = False,
         ensure: Iterable[tuple[str, str, Any]] = (),
         raw: bool = False,
+        require: Iterable[tuple[str, str, Any]] = (),
     ) -> int:
         """Store every ``(namespace, key, value)`` atomically: all or nothing.
 
@@ -393,15 +409,31 @@ class BaseStore(abc.ABC):
                 and no check beyond its type. Bytes that are not one
                 msgpack value make later reads of that key fail with
                 :class:`~swarmstate.DecodeError`.
+            require: Conditions ``(namespace, key, expected)`` checked in the
+                same atomic step, before anything is written: ``expected``
+                is :data:`~swarmstate.ABSENT` (no value), :data:`~swarmstate.PRESENT`
+                (any value) or the stored bytes (equal, as ``items(raw=True)``
+                returns them). If one does not hold, nothing is written and
+                :class:`~swarmstate.ConflictError` is raised (compare-and-set:
+                read, decide, write only if nothing changed). They hold against
+                every other batch, delete and prefix operation; on the
+                in-memory store a plain ``set()`` of the same key, which takes
+                no lock, is not ordered with them.
 
         Returns:
             How many entries were written, ``ensure`` ones included.
+
+        Raises:
+            ConflictError: A ``require`` condition did not hold.
         """
         if type(if_absent) is not bool or type(raw) is not bool:
             check_flag(if_absent, "if_absent")
             check_flag(raw, "raw")
+        conditions = checked_requirements(require) if require else None
         defaults = encoded_rows(ensure, raw) if ensure else []
         rows = encoded_rows(items, raw)
+        if conditions:
+            return self._put_required(rows, if_absent, defaults, conditions)
         if not rows and not defaults:
             return 0
         return self._put_many(rows, if_absent, defaults)
@@ -523,6 +555,16 @@ class BaseStore(abc.ABC):
 
         ``rows`` and ``ensure`` are not both empty and may repeat a key.
         Returns what :meth:`set_many` returns.
+        """
+
+    @abc.abstractmethod
+    def _put_required(
+        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+    ) -> int:
+        """:meth:`_put_many` after checking ``require``, all in one atomic step.
+
+        ``require`` is not empty; ``rows`` and ``ensure`` may both be (then
+        only the check runs). :func:`check_conditions` raises when one breaks.
         """
 
     @abc.abstractmethod

@@ -15,10 +15,13 @@ from swarmstate._codec import encode
 from swarmstate._errors import InvalidArgumentError, InvalidKeyError
 
 __all__ = [
+    "ABSENT",
     "MAX_LIMIT",
+    "PRESENT",
     "Bound",
     "Limit",
     "Pair",
+    "Requirement",
     "Row",
     "check_flag",
     "check_key",
@@ -26,7 +29,9 @@ __all__ = [
     "check_name",
     "check_range",
     "checked_pairs",
+    "checked_requirements",
     "encoded_rows",
+    "unmet",
 ]
 
 Pair = tuple[str, str]
@@ -40,6 +45,25 @@ Limit = int | None
 
 MAX_LIMIT: Final = 2**63 - 1
 """The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""
+
+
+class _Expectation:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+ABSENT: Final[Any] = _Expectation("ABSENT")
+"""``set_many(require=...)``: the key must hold no value."""
+PRESENT: Final[Any] = _Expectation("PRESENT")
+"""``set_many(require=...)``: the key must hold a value (any)."""
+
+Requirement = tuple[Pair, Any]
+"""A checked condition: ``((namespace, key), ABSENT | PRESENT | stored bytes)``."""
 
 
 # -- argument checks -----------------------------------------------------------
@@ -140,3 +164,35 @@ def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
         check_key(ns, key)
         append(((ns, key), encode(value, raw)))
     return rows
+
+
+def checked_requirements(require: Iterable[tuple[str, str, Any]]) -> list[Requirement]:
+    """The conditions of ``set_many(require=...)``, each checked; raises before returning any."""
+    checked: list[Requirement] = []
+    for entry in require:
+        if type(entry) not in (tuple, list) or len(entry) != 3:
+            raise InvalidArgumentError(
+                f"require takes (namespace, key, expected) tuples, got {entry!r}"
+            )
+        ns, key, expected = entry
+        check_key(ns, key)
+        if expected is not ABSENT and expected is not PRESENT and type(expected) is not bytes:
+            raise InvalidArgumentError(
+                "a requirement expects ABSENT, PRESENT or the stored bytes (raw msgpack), "
+                f"got {type(expected).__name__} for ({ns!r}, {key!r})"
+            )
+        checked.append(((ns, key), expected))
+    return checked
+
+
+def unmet(require: list[Requirement], found: list[bytes | None]) -> tuple[Pair, str] | None:
+    """The first requirement the stored values ``found`` break, with what was found; else None."""
+    for (pair, expected), value in zip(require, found, strict=True):
+        if expected is ABSENT:
+            if value is not None:
+                return pair, "a value, where none was required"
+        elif value is None:
+            return pair, "no value"
+        elif expected is not PRESENT and value != expected:
+            return pair, "other bytes than required"
+    return None

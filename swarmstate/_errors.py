@@ -16,6 +16,9 @@ about swarmstate::
     ├── SnapshotError (ValueError)           snapshot from another store (or a copy
     │                                        of it), or evicted
     ├── StoreClosedError (RuntimeError)      the store was closed
+    ├── ConflictError (RuntimeError)         a set_many requirement did not hold
+    │   ├── ThreadDeletedError               a write to a thread deleted meanwhile
+    │   └── FencedError                      a write without the newest claim's token
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── StorageError (OSError)               the backing file or server failed
         ├── IncompatibleStoreError           foreign, torn or newer-schema storage
@@ -62,6 +65,23 @@ class SnapshotError(SwarmStateError, ValueError):
 
 class StoreClosedError(SwarmStateError, RuntimeError):
     """An operation was attempted on a closed store."""
+
+
+class ConflictError(SwarmStateError, RuntimeError):
+    """A ``set_many(require=...)`` condition did not hold (the store changed); nothing written."""
+
+
+class ThreadDeletedError(ConflictError):
+    """A checkpoint write names a parent (or checkpoint) of a thread that was deleted.
+
+    The late writes of a run still going when its thread was deleted are
+    refused, so the thread does not come back. A new run under the same id
+    (no parent checkpoint) starts afresh.
+    """
+
+
+class FencedError(ConflictError):
+    """A write to a claimed thread did not carry the newest claim's fencing token."""
 
 
 class MissingDependencyError(SwarmStateError, ImportError):

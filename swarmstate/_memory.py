@@ -44,8 +44,16 @@ from operator import is_not
 from typing import Any
 
 from swarmstate import _trie
-from swarmstate._base import MISSING, BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
-from swarmstate._checks import Bound, Limit, Pair, Row
+from swarmstate._base import (
+    MISSING,
+    BaseStore,
+    Diff,
+    Snapshot,
+    check_conditions,
+    prefix_upper_bound,
+    sorted_diff,
+)
+from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._sorted import SortedKeys
 
@@ -169,24 +177,36 @@ class Store(BaseStore):
         self._dirty[pair] = None
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        written = 0
         with self._lock:
-            flat, dirty = self._flat, self._dirty
-            for k, data in ensure:
-                # setdefault is one atomic step, even against lock-free set().
-                # The membership test first: raw values may be one shared
-                # object, so "setdefault returned ours" alone cannot tell.
-                if k not in flat and flat.setdefault(k, data) is data:
-                    dirty[k] = None
-                    written += 1
-            for k, data in rows:
-                if if_absent:
-                    if k in flat or flat.setdefault(k, data) is not data:
-                        continue
-                else:
-                    flat[k] = data
+            return self._put_locked(rows, if_absent, ensure)
+
+    def _put_required(
+        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+    ) -> int:
+        with self._lock:
+            flat = self._flat
+            check_conditions(require, [flat.get(pair) for pair, _ in require])
+            return self._put_locked(rows, if_absent, ensure)
+
+    def _put_locked(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+        """:meth:`_put_many`'s writes; the caller holds the lock."""
+        written = 0
+        flat, dirty = self._flat, self._dirty
+        for k, data in ensure:
+            # setdefault is one atomic step, even against lock-free set().
+            # The membership test first: raw values may be one shared
+            # object, so "setdefault returned ours" alone cannot tell.
+            if k not in flat and flat.setdefault(k, data) is data:
                 dirty[k] = None
                 written += 1
+        for k, data in rows:
+            if if_absent:
+                if k in flat or flat.setdefault(k, data) is not data:
+                    continue
+            else:
+                flat[k] = data
+            dirty[k] = None
+            written += 1
         return written
 
     def _delete_many(self, pairs: list[Pair]) -> int:

@@ -22,8 +22,15 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from swarmstate._base import BaseStore, Diff, Snapshot, prefix_upper_bound, sorted_diff
-from swarmstate._checks import Bound, Limit, Pair, Row
+from swarmstate._base import (
+    BaseStore,
+    Diff,
+    Snapshot,
+    check_conditions,
+    prefix_upper_bound,
+    sorted_diff,
+)
+from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
@@ -415,6 +422,26 @@ class DiskStore(BaseStore):
             defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
             return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
         return self._write("write", lambda conn: put(conn, params))
+
+    def _put_required(
+        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+    ) -> int:
+        params = [(k[0], k[1], len(data), data) for k, data in rows]
+        defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
+        put = _put_if_absent if if_absent else _put
+
+        def body(conn: Connection) -> int:
+            # Inside the write transaction: nothing can change between check and write.
+            found = []
+            for pair, _ in require:
+                row = conn.execute(sql.GET, pair).fetchone()
+                found.append(None if row is None else row[0])
+            check_conditions(require, found)
+            return (_ensure(conn, defaults) if defaults else 0) + (
+                put(conn, params) if params else 0
+            )
+
+        return self._write("write", body)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
         return self._write("delete", lambda conn: _delete(conn, pairs))

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from swarmstate._base import BaseStore, Diff, Snapshot, sorted_diff
-from swarmstate._checks import Bound, Limit, Pair, Row
+from swarmstate._base import BaseStore, Diff, Snapshot, check_conditions, sorted_diff
+from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     IncompatibleStoreError,
@@ -131,6 +131,7 @@ class PostgresStore(BaseStore):
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
+        self._held = threading.local()  # the connection of a _put_required transaction
         self._uid_value: str | None = None
         self._version = 0  # the schema's migration version, read with the uid
         self._recheck_at = 0.0  # when to read a version below this code's again
@@ -191,7 +192,14 @@ class PostgresStore(BaseStore):
         return self._pool
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``work`` on a pooled connection, retrying serialization failures."""
+        """Run ``work`` on a pooled connection, retrying serialization failures.
+
+        Inside :meth:`_put_required`'s transaction, on that transaction's
+        connection instead (its caller commits, or rolls back).
+        """
+        held = getattr(self._held, "conn", None)
+        if held is not None:
+            return work(held)
         pool = self._get_pool()
         for attempt in range(_RETRIES):
             try:
@@ -473,6 +481,39 @@ class PostgresStore(BaseStore):
             return written
         # Every distinct item is written; count duplicates as the other stores do.
         return written - count + len(rows)
+
+    def _put_required(
+        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+    ) -> int:
+        self._ready()
+        found_as = self._found_as
+        pairs = {
+            "ns": [found_as(ns) for (ns, _), _ in require],
+            "key": [found_as(key) for (_, key), _ in require],
+        }
+        lock, get_many = self._sql["LOCK"], self._sql["GET_MANY"]
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            with conn.transaction():
+                # The store lock first, as every writer takes it: nothing can
+                # change between the check and the write.
+                with conn.pipeline():
+                    conn.cursor().execute(lock)
+                    cur = conn.cursor(row_factory=tuple_row, binary=True)
+                    cur.execute(get_many, pairs)
+                found: list[bytes | None] = [None] * len(require)
+                for ordinal, data in cur.fetchall():
+                    found[ordinal - 1] = bytes(data)
+                check_conditions(require, found)  # raises: the transaction rolls back
+                if not rows and not ensure:
+                    return 0
+                self._held.conn = conn
+                try:
+                    return self._put_many(rows, if_absent, ensure)
+                finally:
+                    self._held.conn = None
+
+        return self._run(work)
 
     def _put_long(
         self,

@@ -1,0 +1,91 @@
+"""``set_many(require=...)``: conditions checked atomically with the write, on every backend."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+import swarmstate as ss
+
+
+def everything(store: ss.BaseStore) -> dict[tuple[str, str], bytes]:
+    return {(ns, k): v for ns in store.namespaces() for k, v in store.items(ns, raw=True)}
+
+
+def test_absent_present_and_equal_bytes(store: ss.BaseStore) -> None:
+    store.set_many([("ns", "k", 1)], require=[("ns", "k", ss.ABSENT)])
+    stored = store.items("ns", raw=True)[0][1]
+    store.set_many([("ns", "k", 2)], require=[("ns", "k", ss.PRESENT)])
+    after = store.items("ns", raw=True)[0][1]
+    assert after != stored
+    store.set_many([("ns", "k", 3)], require=[("ns", "k", after)])
+    assert store.get("ns", "k") == 3
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        ("ns", "k", ss.ABSENT),  # k holds a value
+        ("ns", "missing", ss.PRESENT),
+        ("ns", "k", ss.dumps(99)),  # other bytes
+        ("ns", "missing", ss.dumps(1)),
+    ],
+)
+def test_a_broken_condition_writes_nothing(store: ss.BaseStore, condition: Any) -> None:
+    store.set("ns", "k", 1)
+    before = everything(store)
+    with pytest.raises(ss.ConflictError, match=repr(condition[1])):
+        store.set_many(
+            [("ns", "k", 2), ("other", "x", 3)],
+            ensure=[("idx", "y", 4)],
+            require=[("ns", "k", ss.PRESENT), condition],
+        )
+    assert everything(store) == before
+
+
+def test_a_condition_alone_is_a_consistent_check(store: ss.BaseStore) -> None:
+    store.set("ns", "k", 1)
+    assert store.set_many([], require=[("ns", "k", ss.PRESENT)]) == 0
+    with pytest.raises(ss.ConflictError):
+        store.set_many([], require=[("ns", "gone", ss.PRESENT)])
+
+
+def test_bad_conditions_are_refused_before_anything(store: ss.BaseStore) -> None:
+    with pytest.raises(ss.InvalidArgumentError, match="ABSENT, PRESENT or the stored bytes"):
+        store.set_many([("ns", "k", 1)], require=[("ns", "k", "not bytes")])
+    with pytest.raises(ss.InvalidArgumentError, match="require takes"):
+        store.set_many([("ns", "k", 1)], require=[("ns", "k")])  # type: ignore[list-item]
+    with pytest.raises(ss.InvalidKeyError):
+        store.set_many([("ns", "k", 1)], require=[(3, "k", ss.ABSENT)])  # type: ignore[list-item]
+    assert everything(store) == {}
+
+
+def test_compare_and_set_from_many_threads_loses_no_update(store: ss.BaseStore) -> None:
+    # Each worker reads the counter and writes counter + 1 only if it is unchanged:
+    # conflicts retry, and every increment lands exactly once.
+    store.set("c", "n", 0)
+    per_worker, workers = 25, 4
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(per_worker):
+                while True:
+                    [(_, raw)] = store.items("c", raw=True)
+                    try:
+                        store.set_many([("c", "n", ss.loads(raw) + 1)], require=[("c", "n", raw)])
+                        break
+                    except ss.ConflictError:
+                        continue
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert store.get("c", "n") == per_worker * workers
