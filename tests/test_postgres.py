@@ -603,3 +603,31 @@ def test_close_while_another_thread_writes_leaves_no_connection_open(
             threading.Event().wait(0.05)
         assert _backends(monitor) <= before
         store.close()
+
+
+def test_require_works_before_setup_brings_the_schema_to_version_7(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    # Before version 7 there is no put_checked: the check and the write run in
+    # one transaction of several round trips, with the same answers.
+    schema = "at_version_6"
+    create_schema_at_version(pg_conninfo, schema, 6)
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as v6:
+        v6.set_many([("ns", "a", 1)], require=[("ns", "a", ss.ABSENT)])
+        raw = v6.items("ns", raw=True)[0][1]
+        v6.set_many([("ns", "a", 2)], ensure=[("ix", "i", 0)], require=[("ns", "a", raw)])
+        with pytest.raises(ss.ConflictError, match="'a'"):
+            v6.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
+        assert v6.get_many([("ns", "a"), ("ns", "b"), ("ix", "i")]) == [2, None, 0]
+    store = pg_store_factory(schema=schema)
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+    with pytest.raises(ss.ConflictError, match="'a'"):
+        store.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
+    store.set_many([("ns", "b", 3)], require=[("ns", "a", ss.PRESENT), ("ns", "b", ss.ABSENT)])
+    assert store.get("ns", "b") == 3
+    # A batch with a long name takes the transaction path on version 7 too.
+    long = "k" * 3000
+    store.set_many([("ns", long, 4)], require=[("ns", long, ss.ABSENT)])
+    with pytest.raises(ss.ConflictError):
+        store.set_many([("ns", long, 5)], require=[("ns", long, ss.ABSENT)])
+    assert store.get("ns", long) == 4

@@ -626,7 +626,48 @@ _V6: Final = (
     ),
 )
 
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (*_EARLIER, _V6)
+# Version 7: set_many(require=...) in the same statement as the write. require_all
+# takes the store lock (as every writer does first), then checks
+# each condition (0: no live value, 1: a live value, 2: a live value equal to
+# p_value) and raises REQUIRE_SQLSTATE at the first one that does not hold:
+# the transaction it runs in, and the write queued after it, are then undone.
+REQUIRE_SQLSTATE: Final = "SWRQ1"
+_V7: Final[tuple[str, ...]] = (
+    f"""
+        CREATE FUNCTION {{schema}}.require_all(
+            p_ns bytea[], p_key bytea[], p_state smallint[], p_value bytea[]
+        ) RETURNS integer LANGUAGE plpgsql AS $fn$
+        DECLARE
+            found_value bytea;
+        BEGIN
+            PERFORM 1 FROM {{schema}}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+                SELECT value INTO found_value FROM {{schema}}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                IF (p_state[i] = 0 AND FOUND) OR (p_state[i] > 0 AND NOT FOUND)
+                   OR (p_state[i] = 2 AND found_value <> p_value[i]) THEN
+                    RAISE EXCEPTION 'swarmstate: requirement % does not hold', i
+                        USING ERRCODE = '{REQUIRE_SQLSTATE}';
+                END IF;
+            END LOOP;
+            RETURN 0;
+        END
+        $fn$""",
+    # The conditions and the write in one statement: one round trip, atomic.
+    """
+        CREATE FUNCTION {schema}.put_checked(
+            c_ns bytea[], c_key bytea[], c_state smallint[], c_value bytea[],
+            e_ns bytea[], e_key bytea[], e_value bytea[],
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        BEGIN
+            PERFORM {schema}.require_all(c_ns, c_key, c_state, c_value);
+            RETURN {schema}.put_ensure(e_ns, e_key, e_value, p_ns, p_key, p_value, p_if_absent);
+        END
+        $fn$""",
+)
+
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (*_EARLIER, _V6, _V7)
 """One tuple of statements per schema version, oldest first."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -103,6 +103,12 @@ LENGTH: Final = "SELECT total_count FROM {schema}.meta"
 
 LOCK: Final = "SELECT version FROM {schema}.meta FOR UPDATE"
 
+# Positional: the conditions (ns, key, state, value arrays), then put_ensure's
+# arguments; raises when a condition breaks, writing nothing (version 7).
+PUT_CHECKED: Final = (
+    "SELECT {schema}.put_checked(%b, %b, %s::smallint[], %b, %b, %b, %b, %b, %b, %b, %s)"
+)
+
 # Positional parameters (ns, key, value, if_absent): the hottest statement,
 # and a tuple is cheaper to adapt than a dict.
 PUT_MANY: Final = "SELECT {schema}.put_many(%b, %b, %b, %s)"
@@ -131,6 +137,23 @@ def put_ensure_sql(ensured: int, items: int) -> str:
 
     arrays = [array(ensured)] * 3 + [array(items)] * 3
     return f"SELECT {{schema}}.put_ensure({', '.join(arrays)}, %s)"
+
+
+def put_checked_sql(conditions: int, ensured: int, items: int) -> str:
+    """``put_checked`` for a small batch, one parameter per value (as :func:`put_ensure_sql`).
+
+    The parameters: the conditions' namespaces, keys, states and expected
+    bytes, then the ensured entries', then the items', then ``if_absent``.
+    """
+
+    def array(n: int, kind: str = "bytea", placeholder: str = "%b") -> str:
+        if not n:
+            return f"'{{{{}}}}'::{kind}[]"
+        return "ARRAY[" + ", ".join([f"{placeholder}::{kind}"] * n) + "]"
+
+    arrays = [array(conditions)] * 2 + [array(conditions, "smallint", "%s"), array(conditions)]
+    arrays += [array(ensured)] * 3 + [array(items)] * 3
+    return f"SELECT {{schema}}.put_checked({', '.join(arrays)}, %s)"
 
 
 REMOVE_MANY: Final = "SELECT {schema}.remove_many(%(ns)b, %(key)b)"

@@ -34,9 +34,10 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore, Diff, Snapshot, check_conditions, sorted_diff
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import ABSENT, PRESENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
+    ConflictError,
     IncompatibleStoreError,
     InvalidArgumentError,
     StorageError,
@@ -81,6 +82,7 @@ _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 _SMALL_BATCH = 8  # entries up to which put_ensure takes one parameter per value
 _PUT_ENSURE_SINCE = 5  # the migration that adds put_ensure
 _TOKENS_SINCE = 6  # the migration that adds snapshot tokens and names of any length
+_REQUIRE_SINCE = 7  # the migration that adds require_all
 _RECHECK_SECONDS = 30.0
 
 
@@ -456,16 +458,23 @@ class PostgresStore(BaseStore):
             if self._version >= _TOKENS_SINCE:
                 return self._put_long(defaults, params, if_absent, len(rows))
             # Before version 6 the server refuses a name its index cannot hold.
+        if defaults is not None:
+            self._ready()
+            if self._version < _PUT_ENSURE_SINCE:
+                return self._put_ensure_before_v5(defaults, params, if_absent, len(rows))
+        name, args, count = self._put_statement(defaults, params, if_absent, len(rows))
+        return count(int(self._scalar(name, args)))
+
+    def _put_statement(
+        self, defaults: Arrays | None, params: Arrays | None, if_absent: bool, items: int
+    ) -> tuple[str, tuple[Any, ...], Callable[[int], int]]:
+        """The one statement writing a batch of short names, and how to count its result."""
         if defaults is None:
             assert params is not None  # rows and ensure are never both empty
-            written = int(self._scalar("PUT_MANY", params))
-            return written if if_absent else len(rows)
+            return "PUT_MANY", params, (lambda n: n) if if_absent else (lambda n: items)
         e_ns, e_key, e_value, _ = defaults
         p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
         ensured, count = len(e_ns), len(p_ns)
-        self._ready()
-        if self._version < _PUT_ENSURE_SINCE:
-            return self._put_ensure_before_v5(defaults, params, if_absent, len(rows))
         if ensured + count <= _SMALL_BATCH:
             # Few entries: one bytes parameter each, arrays built by the server.
             name = f"PUT_ENSURE_{ensured}_{count}"
@@ -476,16 +485,63 @@ class PostgresStore(BaseStore):
         else:
             name = "PUT_ENSURE"
             args = (e_ns, e_key, e_value, p_ns, p_key, p_value, if_absent)
-        written = int(self._scalar(name, args))
         if if_absent:
-            return written
+            return name, args, lambda n: n
         # Every distinct item is written; count duplicates as the other stores do.
-        return written - count + len(rows)
+        return name, args, lambda n: n - count + items
 
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
         self._ready()
+        defaults = put_many_params(ensure, True) if ensure else None
+        params = put_many_params(rows, if_absent)
+        if self._version < _REQUIRE_SINCE or has_long_names(defaults, params):
+            return self._put_required_apart(rows, if_absent, ensure, require)
+        found_as = self._found_as
+        e_ns, e_key, e_value = defaults[:3] if defaults is not None else ([], [], [])
+        p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
+        c_ns = [found_as(ns) for (ns, _), _ in require]
+        c_key = [found_as(key) for (_, key), _ in require]
+        c_state = [0 if e is ABSENT else 1 if e is PRESENT else 2 for _, e in require]
+        c_value = [e if type(e) is bytes else b"" for _, e in require]
+        conditions, ensured, count = len(require), len(e_ns), len(p_ns)
+        if conditions + ensured + count <= _SMALL_BATCH:
+            # Few entries (every checkpoint): one parameter each, arrays built by the server.
+            name = f"PUT_CHECKED_{conditions}_{ensured}_{count}"
+            if name not in self._sql:
+                text = q.put_checked_sql(conditions, ensured, count)
+                self._sql[name] = sql.SQL(text).format(schema=self._ident).as_string(None)
+            args: tuple[Any, ...] = (*c_ns, *c_key, *c_state, *c_value)
+            args += (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
+        else:
+            name = "PUT_CHECKED"
+            args = (c_ns, c_key, c_state, c_value, e_ns, e_key, e_value)
+            args += (p_ns, p_key, p_value, if_absent)
+        try:
+            written = int(self._scalar(name, args))
+        except StorageError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, psycopg.Error) and cause.sqlstate == m.REQUIRE_SQLSTATE):
+                raise
+            # Say which condition broke (as the other stores do), from a fresh read.
+            check_conditions(require, self._read_many([pair for pair, _ in require]))
+            raise ConflictError(
+                "set_many required a condition that did not hold when it was written; "
+                "the store changed since it was read: read again and retry"
+            ) from None
+        if if_absent:
+            return written
+        return written - len(p_ns) + len(rows)
+
+    def _put_required_apart(
+        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+    ) -> int:
+        """The conditions, then the write, in one transaction of several round trips.
+
+        For batches with long names, and for schemas setup() has not yet
+        brought to version 7.
+        """
         found_as = self._found_as
         pairs = {
             "ns": [found_as(ns) for (ns, _), _ in require],

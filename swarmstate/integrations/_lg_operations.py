@@ -21,6 +21,7 @@ from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_rows as R
 from swarmstate.integrations import _lg_threads as T
 from swarmstate.integrations._lg_async import AsyncMethods
+from swarmstate.integrations._lg_guard import Guards, seconds_of
 from swarmstate.integrations._lg_retention import (
     Retainer,
     RetentionReport,
@@ -40,6 +41,37 @@ class ThreadMethods(AsyncMethods):
     store: BaseStore
     _values: Values
     _retainer: Retainer
+    _guards: Guards
+
+    def claim(self, thread_id: str, *, ttl: datetime.timedelta | float = 300.0) -> int:
+        """Claim a thread for one worker: a fencing token for its runs' writes.
+
+        Every claim of a thread gets a larger token, across processes and
+        machines. Run the graph with ``{"configurable": {"thread_id": t,
+        "fence": token}}``: while the claim is live, writes without the
+        token, or with an older one, raise :class:`~swarmstate.FencedError`
+        and write nothing; once a newer claim exists, the older token is
+        refused for good. A claim ends with :meth:`release` or after
+        ``ttl`` (seconds or a ``timedelta``; default 5 minutes); claim again
+        to extend it. A thread never claimed costs one lookup per write.
+        """
+        thread_id = C.thread_id_of({"thread_id": thread_id})
+        return self._guards.claim(thread_id, seconds_of(ttl))
+
+    def release(self, thread_id: str, token: int) -> bool:
+        """End the claim ``token`` of a thread; False if a newer claim replaced it."""
+        thread_id = C.thread_id_of({"thread_id": thread_id})
+        if type(token) is not int:
+            raise InvalidArgumentError(f"token must be the int claim() returned, got {token!r}")
+        return self._guards.release(thread_id, token)
+
+    async def aclaim(self, thread_id: str, *, ttl: datetime.timedelta | float = 300.0) -> int:
+        """Async :meth:`claim`."""
+        return await self._run(lambda: self.claim(thread_id, ttl=ttl))
+
+    async def arelease(self, thread_id: str, token: int) -> bool:
+        """Async :meth:`release`."""
+        return await self._run(self.release, thread_id, token)
 
     def _scopes(self, prefix: str) -> _List[tuple[str, str]]:
         """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""

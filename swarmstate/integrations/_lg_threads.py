@@ -14,6 +14,7 @@ from typing import Any
 from swarmstate._base import BaseStore
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_guard import Guards
 from swarmstate.integrations._lg_values import Values
 
 __all__ = [
@@ -66,7 +67,12 @@ def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
 
 
 def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
-    """Remove every checkpoint, value and write of one thread."""
+    """Remove every checkpoint, value and write of one thread, leaving a tombstone.
+
+    The tombstone (:mod:`._lg_guard`) goes first: from then on a late write
+    of a run still going is refused once its parent is gone.
+    """
+    Guards(store).tombstone(thread_id)
     # The run index first: a put landing between the two steps re-creates
     # its index entry (the thread's checkpoints then go), and at worst an
     # entry is left pointing at nothing. The other order could leave a

@@ -60,7 +60,9 @@ try:
 
     # These need msgpack, from the same extra.
     from swarmstate.integrations import _lg_entry as E
+    from swarmstate.integrations import _lg_guard as G
     from swarmstate.integrations import _lg_rows as R
+    from swarmstate.integrations._lg_guard import Guards
     from swarmstate.integrations._lg_operations import ThreadMethods
     from swarmstate.integrations._lg_retention import Retainer, Retention, RetentionReport
     from swarmstate.integrations._lg_values import Head, Values
@@ -160,6 +162,7 @@ class SwarmStateSaver(ThreadMethods):
         self._async_inline = isinstance(self.store, Store)
         self._values = Values(self.store, cache_bytes)
         self._retainer = Retainer(self.store, self._values)
+        self._guards = Guards(self.store)
         self.retention = retention
         # Store names derived from ids (pure functions of them, so never stale),
         # kept for the threads and runs in use: building them is a measurable
@@ -310,10 +313,8 @@ class SwarmStateSaver(ThreadMethods):
         assert data is not None  # the typed layout always encodes
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
         entries.insert(0, (namespace, K.checkpoint_key(checkpoint_id), data))
-        if run_id is None or (parent is not None and parent.run_id == run_id):
-            # No run, or its index entries were written with the parent's checkpoint.
-            self.store.set_many(entries, raw=True)
-        else:
+        index: _List[tuple[str, str, Any]] = []
+        if run_id is not None and (parent is None or parent.run_id != run_id):
             # The run's index entries for this thread namespace, in the same atomic
             # batch; after the run's first checkpoint here they exist and cost a lookup.
             names = self._run_names.get(run_id)
@@ -322,7 +323,14 @@ class SwarmStateSaver(ThreadMethods):
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
-            self.store.set_many(entries, ensure=index, raw=True)
+
+        def write(require: _List[tuple[str, str, Any]]) -> None:
+            self.store.set_many(entries, ensure=index, raw=True, require=require)
+
+        # After a delete_thread, a put whose parent is gone is refused; the
+        # thread's claim, if any, is checked (_lg_guard).
+        built_on = (namespace, K.checkpoint_key(parent_id), parent_id) if parent_id else None
+        self._guards.write(thread_id, G.fence_of(conf), built_on, write)
         self._values.cache(listings)
         self._values.remember(
             thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
@@ -386,13 +394,22 @@ class SwarmStateSaver(ThreadMethods):
             )
             (special if idx < 0 else regular).append(entry)
         if not special:
-            self.store.set_many(regular, if_absent=True)
-            return
-        if regular:
-            # A mixed call stays one atomic batch: drop the regular writes that exist.
-            existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
-            special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
-        self.store.set_many(special)
+
+            def write(require: _List[tuple[str, str, Any]]) -> None:
+                self.store.set_many(regular, if_absent=True, require=require)
+
+        else:
+            if regular:
+                # A mixed call stays one batch: drop the regular writes that exist.
+                existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
+                special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
+
+            def write(require: _List[tuple[str, str, Any]]) -> None:
+                self.store.set_many(special, require=require)
+
+        # After a delete_thread, writes for a checkpoint that is gone are refused.
+        here = (namespace, K.checkpoint_key(checkpoint_id), checkpoint_id)
+        self._guards.write(thread_id, G.fence_of(conf), here, write)
 
     # -- reads -----------------------------------------------------------
 

@@ -1,0 +1,237 @@
+"""Several workers on one thread: tombstones and fencing tokens, checked in the write itself.
+
+Each thread that was ever claimed or deleted has one *guard* entry, kept
+outside the thread's own namespaces (so deleting the thread keeps it):
+``{"token": n, "until": t, "deleted": t}``.
+
+* Every checkpoint write (``put``, ``put_writes``) carries the condition
+  "the thread has no guard" (``set_many(require=...)``), so a thread never
+  claimed nor deleted pays one lookup inside its own write transaction.
+* When the thread has a guard, the write reads it, decides, and writes with
+  the condition "the guard is still these bytes" (compare-and-set: a claim
+  or a deletion landing in between makes it read and decide again):
+
+  - *fencing*: while a claim is live (``until`` in the future) a write must
+    carry the claim's token in ``config["configurable"]["fence"]``; a token
+    older than the newest claim is refused for good, live or not, so a
+    worker whose claim was taken over can never write again;
+  - *tombstone*: after ``delete_thread``, a write that names a checkpoint
+    made before the deletion (its parent, or the checkpoint of its pending
+    writes; LangGraph's ids carry the time they were made) adds the
+    condition "that checkpoint exists": a run that was still going when its
+    thread was deleted finds its parent gone and is refused, while a new run
+    under the same id (a ``put`` with no parent, then checkpoints made after
+    the deletion) starts the thread afresh and goes on. (Pending writes may
+    reach the store before their checkpoint does when the runtime saves in
+    the background, hence the time of the id and not only its presence.)
+
+Claims compare ``until`` with this machine's clock: keep clocks in sync (a
+claim's ttl should be much longer than their skew).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from swarmstate._base import BaseStore
+from swarmstate._checks import ABSENT, PRESENT
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import (
+    ConflictError,
+    FencedError,
+    InvalidArgumentError,
+    ThreadDeletedError,
+)
+from swarmstate.integrations import _lg_keys as K
+
+__all__ = ["GUARDS", "Guards", "fence_of"]
+
+GUARDS = K.ROOT + "g"
+"""The namespace of the guards, keyed by ``F(thread_id)``."""
+_ATTEMPTS = 20
+_HINTS = 4096
+
+
+def fence_of(conf: dict[str, Any]) -> int | None:
+    """The fencing token a config carries, checked."""
+    fence = conf.get("fence")
+    if fence is not None and (type(fence) is not int or fence < 1):
+        raise InvalidArgumentError(
+            f"config['configurable']['fence'] must be a token from claim() (a positive int), "
+            f"got {fence!r}"
+        )
+    return fence
+
+
+_GREGORIAN_TO_UNIX = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
+
+
+def made_at(checkpoint_id: str) -> float | None:
+    """When a checkpoint id was made (epoch seconds), for LangGraph's UUIDv6 ids; else None."""
+    try:
+        value = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if value.version != 6:
+        return None
+    ticks = ((value.int >> 96) << 28) | (((value.int >> 80) & 0xFFFF) << 12)
+    ticks |= (value.int >> 64) & 0xFFF
+    return (ticks - _GREGORIAN_TO_UNIX) / 1e7
+
+
+def seconds_of(ttl: datetime.timedelta | float) -> float:
+    if isinstance(ttl, datetime.timedelta):
+        ttl = ttl.total_seconds()
+    if type(ttl) not in (int, float) or not ttl > 0:
+        raise InvalidArgumentError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
+
+
+class Guards:
+    """Guard entries of one store: checks around checkpoint writes, claims, tombstones."""
+
+    def __init__(self, store: BaseStore, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+        # Threads last seen with a guard: their writes read it first instead of
+        # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
+        self._guarded: set[str] = set()
+
+    def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
+        key = K.field(thread_id)
+        rows = self.store.items(GUARDS, start=key, limit=1, raw=True)
+        if rows and rows[0][0] == key:
+            guard = loads(rows[0][1])
+            if type(guard) is dict:
+                return rows[0][1], guard
+        return None, {"token": 0, "until": None, "deleted": None}
+
+    def write(
+        self,
+        thread_id: str,
+        fence: int | None,
+        built_on: tuple[str, str, str] | None,
+        write: Callable[[list[tuple[str, str, Any]]], Any],
+    ) -> None:
+        """Run ``write(require)`` with the conditions the thread's guard asks for.
+
+        ``built_on`` is ``(namespace, key, checkpoint id)`` of the checkpoint
+        the write builds on (a put's parent, or the checkpoint of pending
+        writes), or None.
+        """
+        key = K.field(thread_id)
+        if thread_id not in self._guarded:
+            try:
+                write([(GUARDS, key, ABSENT)])
+                return
+            except ConflictError:
+                pass  # the thread has a guard (or just got one): decide below
+        for _ in range(_ATTEMPTS):
+            raw, guard = self._read(thread_id)
+            if raw is None:
+                self._guarded.discard(thread_id)
+            elif len(self._guarded) < _HINTS:
+                self._guarded.add(thread_id)
+            if raw is None:
+                require: list[tuple[str, str, Any]] = [(GUARDS, key, ABSENT)]
+            else:
+                self._admit(thread_id, guard, fence)
+                require = [(GUARDS, key, raw)]
+                deleted = guard.get("deleted")
+                if deleted is not None and built_on is not None:
+                    made = made_at(built_on[2])
+                    if made is None or made <= float(deleted):
+                        require.append((built_on[0], built_on[1], PRESENT))
+            try:
+                write(require)
+                return
+            except ConflictError:
+                again, _ = self._read(thread_id)
+                if again == raw and len(require) > 1:
+                    raise ThreadDeletedError(
+                        f"thread {thread_id!r} was deleted and the checkpoint this write "
+                        "builds on is gone: the run that wrote it cannot go on; start a new "
+                        "run (without a checkpoint_id) to reuse the thread id"
+                    ) from None
+        raise ConflictError(
+            f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
+        )
+
+    def _admit(self, thread_id: str, guard: dict[str, Any], fence: int | None) -> None:
+        """Raise :class:`FencedError` unless a write with ``fence`` may go ahead."""
+        token = int(guard.get("token") or 0)
+        until = guard.get("until")
+        live = until is not None and float(until) > self.clock()
+        if fence is not None and fence < token:
+            raise FencedError(
+                f"thread {thread_id!r} was claimed again (token {token}) after this run's "
+                f"claim (token {fence}): this run may not write it any more"
+            )
+        if fence is not None and fence > token:
+            raise FencedError(
+                f"thread {thread_id!r} never issued fencing token {fence} (its newest is "
+                f"{token}); pass the token claim() returned"
+            )
+        if live and fence is None:
+            left = float(until or 0.0) - self.clock()
+            raise FencedError(
+                f"thread {thread_id!r} is claimed (token {token}) for another "
+                f"{left:.1f} s: write with config['configurable']['fence'] "
+                "set to the claim's token, or wait for release() or the ttl"
+            )
+
+    def _swap(
+        self, thread_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> Any:
+        """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None)."""
+        key = K.field(thread_id)
+        for _ in range(_ATTEMPTS):
+            raw, guard = self._read(thread_id)
+            new = change(dict(guard))
+            if new is None:
+                return None
+            try:
+                self.store.set_many(
+                    [(GUARDS, key, dumps(new))],
+                    raw=True,
+                    require=[(GUARDS, key, raw if raw is not None else ABSENT)],
+                )
+                return new
+            except ConflictError:
+                continue
+        raise ConflictError(f"thread {thread_id!r}: its guard kept changing; try again")
+
+    def claim(self, thread_id: str, ttl: float) -> int:
+        """A new fencing token for ``thread_id``, live for ``ttl`` seconds."""
+        now = self.clock()
+
+        def change(guard: dict[str, Any]) -> dict[str, Any]:
+            guard["token"] = int(guard.get("token") or 0) + 1
+            guard["until"] = now + ttl
+            return guard
+
+        return int(self._swap(thread_id, change)["token"])
+
+    def release(self, thread_id: str, token: int) -> bool:
+        """End the claim ``token``; False when it is not the newest claim (nothing changes)."""
+
+        def change(guard: dict[str, Any]) -> dict[str, Any] | None:
+            if guard.get("token") != token or guard.get("until") is None:
+                return None
+            guard["until"] = None
+            return guard
+
+        return self._swap(thread_id, change) is not None
+
+    def tombstone(self, thread_id: str) -> None:
+        """Mark the thread deleted (before its entries go), keeping its token counter."""
+
+        def change(guard: dict[str, Any]) -> dict[str, Any]:
+            guard["deleted"] = self.clock()
+            return guard
+
+        self._swap(thread_id, change)
