@@ -444,7 +444,10 @@ def _reads(
             assert len(history) == HISTORY_LIMIT
     return [
         {
-            "get_state": {**_percentiles(state_ns[i]), "rounds_p50": [t / 1e3 for t in state_ns[i]]},
+            "get_state": {
+                **_percentiles(state_ns[i]),
+                "rounds_p50": [t / 1e3 for t in state_ns[i]],
+            },
             "history20": {
                 **_percentiles(history_ns[i]),
                 "rounds_p50": [t / 1e3 for t in history_ns[i]],
@@ -516,7 +519,7 @@ def section_growth(cfg: Any, res: Any, workdir: Path) -> None:
         turns=turns,
         seed=cfg.seed,
         reads=9 if cfg.quick else 15,
-        marks=tuple(m for m in (10, 25, 50, 100, 150, 200) if m < turns) + (turns,),
+        marks=(*(m for m in (10, 25, 50, 100, 150, 200) if m < turns), turns),
         pg_dsn=cfg.pg_dsn,
     )
     workdir.mkdir(parents=True, exist_ok=True)
