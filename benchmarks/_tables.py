@@ -16,6 +16,7 @@ SECTION_TITLES = {
     "saver": "Checkpointer, in memory and durable on a file",
     "postgres": "Checkpointer on PostgreSQL",
     "growth": "A growing LangGraph conversation",
+    "workers": "Several workers: the cost of tombstones and fencing",
 }
 
 CLAIM_NOTE = (

@@ -49,6 +49,7 @@ SECTIONS: dict[str, str] = {
     "saver": "sections_saver:section_saver",
     "postgres": "sections_postgres:section_postgres",
     "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
+    "workers": "sections_workers:section_workers",  # what the several-workers checks cost
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2

@@ -1,0 +1,133 @@
+"""Section "workers": what the several-workers checks cost a put.
+
+Every checkpoint write carries the condition "this thread has no guard"
+(no claim, no tombstone); a claimed thread's write reads its guard first and
+writes on the condition that it did not change. Per backend, three threads
+are written in interleaved rounds, the same checkpoint each time:
+
+* ``control``: the checks turned off (the saver's guard bypassed: a write
+  with no condition, what a put cost before the checks existed);
+* ``unclaimed``: a thread never claimed (the one lookup);
+* ``fenced``: a claimed thread, written with its token.
+
+Rows ``workers.put.<backend>.<variant>``; claims: unclaimed / control (the
+cost of the one lookup: at most 1.25x, a few microseconds on a put that
+costs ten in memory) and fenced / unclaimed (a guard read more).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+from typing import Any
+
+from _config import Config
+from _results import Results
+
+from swarmstate._bench import round_stats
+
+VARIANTS = ("control", "unclaimed", "fenced")
+
+
+def _stores(cfg: Config, workdir: Path) -> dict[str, Any]:
+    import swarmstate as ss
+    from swarmstate.backends.disk import DiskStore
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    stores: dict[str, Any] = {"memory": ss.Store(), "disk": DiskStore(workdir / "workers.db")}
+    if cfg.pg_dsn:
+        from swarmstate.backends.postgres import PostgresStore
+
+        pg = PostgresStore(cfg.pg_dsn, schema=f"bench_workers_{time.time_ns() % 10**9}")
+        pg.setup()
+        stores["postgres"] = pg
+    return stores
+
+
+def section_workers(cfg: Config, res: Results, workdir: Path) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    rounds, per_round = max(10, cfg.rounds // 2), max(8, cfg.per_round * 2)
+    for backend, store in _stores(cfg, workdir).items():
+        saver = SwarmStateSaver(store)
+        control = SwarmStateSaver(store)
+        # The guard bypassed: the write with no condition.
+        control._guards.write = lambda thread, fence, built_on, write: write([])  # type: ignore[method-assign]
+        token = saver.claim("fenced", ttl=3600)
+        runs = {
+            "control": (control, "control", {}),
+            "unclaimed": (saver, "unclaimed", {}),
+            "fenced": (saver, "fenced", {"fence": token}),
+        }
+        parents: dict[str, str | None] = dict.fromkeys(VARIANTS)
+        samples: dict[str, list[list[int]]] = {v: [] for v in VARIANTS}
+        step = 0
+        for r in range(rounds + 1):  # round 0 warms up and is thrown away
+            gc.collect()
+            order = VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))
+            for variant in order:
+                who, thread, extra = runs[variant]
+                times = []
+                for _ in range(per_round):
+                    step += 1
+                    config: dict[str, Any] = {
+                        "configurable": {"thread_id": thread, "checkpoint_ns": "", **extra}
+                    }
+                    if parents[variant]:
+                        config["configurable"]["checkpoint_id"] = parents[variant]
+                    checkpoint = empty_checkpoint()
+                    checkpoint["channel_values"] = {"step": step}
+                    checkpoint["channel_versions"] = {"step": who.get_next_version(None)}
+                    metadata = {"source": "loop", "step": step}
+                    new_versions = checkpoint["channel_versions"]
+                    started = time.perf_counter_ns()
+                    who.put(config, checkpoint, metadata, new_versions)
+                    times.append(time.perf_counter_ns() - started)
+                    parents[variant] = checkpoint["id"]
+                if r:
+                    samples[variant].append(times)
+        for variant in VARIANTS:
+            res.add(
+                f"workers.put.{backend}.{variant}",
+                round_stats(samples[variant]),
+                section="workers",
+                group="put",
+                subject=f"SwarmStateSaver({backend}) {variant}",
+                param=variant,
+                batch=f"workers.{backend}",
+            )
+        base = f"workers.put.{backend}"
+        res.claim(
+            f"workers.unclaimed.{backend}",
+            f"{backend}: put of a thread never claimed / the same put without the checks",
+            f"{base}.unclaimed",
+            f"{base}.control",
+            1.25,
+            section="workers",
+            per_call=False,
+        )
+        res.claim(
+            f"workers.fenced.{backend}",
+            f"{backend}: put of a claimed thread with its token / of a thread never claimed",
+            f"{base}.fenced",
+            f"{base}.unclaimed",
+            3.0,
+            section="workers",
+            per_call=False,
+        )
+        store.close()
+    if not cfg.pg_dsn:
+        for name in ("unclaimed", "fenced"):
+            res.claim(
+                f"workers.{name}.postgres",
+                f"postgres: {name} put (needs --pg-dsn)",
+                f"workers.put.postgres.{name}",
+                "workers.put.postgres.control",
+                1.25,
+                section="workers",
+                per_call=False,
+                reason="needs --pg-dsn",
+            )
