@@ -17,7 +17,7 @@ Required primitives (abstract):
     _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
-    _read, _put, _delete_prefix, _copy_prefix, close.
+    _read, _put, _delete_prefix, _copy_prefix, _reclaim, close.
 
 Argument checks, first failure wins:
     * names (namespace, key, prefix, range bounds): a ``str`` that has a
@@ -65,6 +65,7 @@ from swarmstate._checks import (
 )
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
 from swarmstate._errors import SnapshotError
+from swarmstate._reclaim import ReclaimReport
 
 __all__ = [
     "MISSING",
@@ -435,6 +436,22 @@ class BaseStore(abc.ABC):
     def clear(self) -> None:
         """Remove every entry. Snapshots already taken keep their contents."""
 
+    def reclaim(self, *, full: bool = False) -> ReclaimReport:
+        """Give the space of deleted data back to the file system or the database server.
+
+        Deleting entries frees room inside the store; this hands it back, in
+        short steps that let other writers in (each backend documents its
+        bound). The in-memory store has nothing to give back: Python frees
+        deleted values as soon as no retained snapshot holds them.
+
+        Args:
+            full: DiskStore only: rewrite the whole file (``VACUUM``), which
+                blocks every writer for its duration. Needed once for a file
+                created before incremental reclaim; elsewhere it changes nothing.
+        """
+        check_flag(full, "full")
+        return self._reclaim(full)
+
     # -- snapshots -------------------------------------------------------
 
     @abc.abstractmethod
@@ -546,6 +563,10 @@ class BaseStore(abc.ABC):
             for key, data in self._range_items(ns, None, None, False, None, True)
         ]
         return self._put_many(rows, False, []) if rows else 0
+
+    def _reclaim(self, full: bool) -> ReclaimReport:
+        """Backend hook for :meth:`reclaim`; by default there is nothing to give back."""
+        return ReclaimReport(type(self).__name__, 0, 0, note="nothing to give back in memory")
 
     @abc.abstractmethod
     def _restore(self, snapshot: Snapshot) -> None:

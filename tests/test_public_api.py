@@ -20,6 +20,7 @@ EXPECTED = {
     "InvalidKeyError",
     "MissingDependencyError",
     "ReadOnlyStoreError",
+    "ReclaimReport",
     "Snapshot",
     "SnapshotError",
     "StorageError",
