@@ -599,3 +599,18 @@ class BaseStore(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store; a close that can wait (for calls in flight) runs in a worker thread."""
+        if type(self).close is not BaseStore.close:
+            import asyncio  # here: importing swarmstate does not import asyncio
+
+            await asyncio.to_thread(self.close)
