@@ -26,7 +26,7 @@ import dataclasses
 import datetime
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from swarmstate._base import BaseStore
@@ -162,11 +162,14 @@ class Retainer:
         cutoff: datetime.datetime | None,
         thread_ids: Iterable[str] | None,
         dry_run: bool,
+        progress: Callable[[int, int], object] | None = None,
     ) -> RetentionReport:
         report = RetentionReport(dry_run=dry_run)
         threads = T.list_threads(self.store) if thread_ids is None else sorted(set(thread_ids))
-        for thread_id in threads:
+        for done, thread_id in enumerate(threads, 1):
             report.add(self.thread(serde, thread_id, keep_last, cutoff, dry_run))
+            if progress is not None:
+                progress(done, len(threads))
         return report
 
     def thread(

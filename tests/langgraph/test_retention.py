@@ -243,6 +243,22 @@ async def test_aretain_is_retain(make_store: MakeStore) -> None:
     assert report.checkpoints_deleted > 0
 
 
+def test_progress_is_called_once_per_thread_in_order(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    for thread in ("a", "b", "c"):
+        talk(graph, thread, 2)
+    seen: list[tuple[int, int]] = []
+    report = saver.retain(keep_last=1, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert report.threads_examined == 3
+    seen.clear()
+    saver.retain(keep_last=1, thread_ids=["b", "a", "b"], progress=lambda *p: seen.append(p))
+    assert seen == [(1, 2), (2, 2)]
+    with pytest.raises(ss.InvalidArgumentError, match="progress"):
+        saver.retain(keep_last=1, progress=3)  # type: ignore[arg-type]
+
+
 def _writer(path: str, turns: int, queue: Any) -> None:
     from swarmstate.backends.disk import DiskStore
 
