@@ -84,7 +84,7 @@ def test_version_prints_the_installed_package_version() -> None:
     assert out.stdout == f"swarmstate {importlib.metadata.version('swarmstate')}\n"
 
 
-@pytest.mark.parametrize("command", [None, *PATH_COMMANDS, "benchmark"])
+@pytest.mark.parametrize("command", [None, *PATH_COMMANDS, "prune", "benchmark"])
 def test_help_is_plain_text_and_documents_the_exit_codes(
     command: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
