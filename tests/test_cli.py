@@ -382,12 +382,48 @@ def test_benchmark_writes_its_result_and_draws_progress_only_when_asked(tmp_path
         assert row["get"]["n"] > 0
     assert [w["processes"] for w in doc["writers"]] == [1, 2]
     assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"]), doc["writers"]
+    # Checkpointers on LangGraph's recorded calls, ours beside LangGraph's, in the table too.
+    assert set(doc["savers"]) == {
+        "memory/SwarmStateSaver(Store)",
+        "memory/InMemorySaver",
+        "durable/SwarmStateSaver(DiskStore NORMAL)",
+        "durable/SqliteSaver NORMAL",
+    }
+    for row in doc["savers"].values():
+        assert set(row) == {"put", "put_writes", "latest_5", "latest_50", "list10"}
+        assert all(op["p50"] > 0 and op["n"] > 0 for op in row.values()), row
+        assert row["put"]["n"] == row["put_writes"]["n"] == row["latest_50"]["n"] == 8
+    assert "durable/SqliteSaver NORMAL" in proc.stdout
+    assert "latest@50" in proc.stdout
     assert doc["footprint"]["max_rss_mb"] > 0
     assert doc["skipped"] == {}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no probe or temp file
     shown = run_cli("benchmark", "--tiny", "--progress", cwd=tmp_path, timeout=300)
     assert shown.returncode == 0, shown.stderr
     assert "DiskStore NORMAL: set/get" in shown.stderr
+
+
+def test_benchmark_without_langgraph_measures_the_stores_and_names_the_extra(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys; sys.modules['langgraph'] = None; "  # as if the extra were not installed
+        "from swarmstate.cli import main; raise SystemExit(main(['benchmark', '--tiny']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "DiskStore NORMAL" in proc.stdout
+    assert "checkpointers on LangGraph" not in proc.stdout
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("skipped savers")]
+    assert len(skipped) == 1
+    assert 'pip install "swarmstate[langgraph]"' in skipped[0]
 
 
 def test_the_command_module_does_not_import_langgraph_or_matplotlib() -> None:
