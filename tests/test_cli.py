@@ -33,13 +33,18 @@ from swarmstate.cli import main
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
-PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check"]
+PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check", "prune"]
+"""Commands that must leave PATH as it was (prune: its dry run)."""
+REFUSING = [*PATH_COMMANDS, "prune --yes"]
+"""Commands that must refuse a path that holds no store, and leave it as it was."""
 
 
 def argv_for(command: str, target: str, saver: Any = None) -> list[str]:
     """Arguments that make ``command`` do real work on ``target`` (ids from ``saver``)."""
     if command in ("threads", "inspect", "check"):
         return [command, target]
+    if command.startswith("prune"):
+        return ["prune", target, "--keep-last", "1", "--yes" if "yes" in command else "--dry-run"]
     if saver is None:
         ids = ["1", "2"]
     else:
@@ -84,7 +89,7 @@ def test_version_prints_the_installed_package_version() -> None:
     assert out.stdout == f"swarmstate {importlib.metadata.version('swarmstate')}\n"
 
 
-@pytest.mark.parametrize("command", [None, *PATH_COMMANDS, "prune", "benchmark"])
+@pytest.mark.parametrize("command", [None, *PATH_COMMANDS, "benchmark"])
 def test_help_is_plain_text_and_documents_the_exit_codes(
     command: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -125,7 +130,7 @@ def test_usage_errors_exit_2_with_one_line(
 # -- refusing what is not a store, untouched ---------------------------------------
 
 
-@pytest.mark.parametrize("command", PATH_COMMANDS)
+@pytest.mark.parametrize("command", REFUSING)
 def test_a_missing_file_exits_1_with_one_line_and_is_not_created(
     tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -137,7 +142,7 @@ def test_a_missing_file_exits_1_with_one_line_and_is_not_created(
 
 
 @pytest.mark.parametrize("kind", ["empty", "text", "foreign sqlite"])
-@pytest.mark.parametrize("command", PATH_COMMANDS)
+@pytest.mark.parametrize("command", REFUSING)
 def test_empty_and_foreign_files_are_refused_and_left_untouched(
     tmp_path: Path, kind: str, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,8 +1,10 @@
-"""``swarmstate prune``: the dry run and the real run agree, JSON, terminals, refusals.
+"""``swarmstate prune``: the dry run and the real run agree, JSON, terminals, bad arguments.
 
 Real graphs (tool calls, a subgraph, an interrupt; see ``cli_graphs``) are
 checkpointed into a DiskStore file and a PostgreSQL schema; what the command
-reports is checked against the saver's own ``list`` before and after.
+reports is checked against the saver's own ``list`` before and after. That a
+dry run changes nothing, and that a path holding no store is refused as it
+is, ``test_cli.py`` checks for every command.
 """
 
 from __future__ import annotations
@@ -181,27 +183,6 @@ def test_bad_arguments_are_usage_errors_and_touch_nothing(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--help" in err
-    assert directory_state(tmp_path) == files
-
-
-@pytest.mark.parametrize("mode", ["--dry-run", "--yes"])
-@pytest.mark.parametrize("kind", ["missing", "empty", "foreign"])
-def test_what_is_not_a_store_is_refused_and_left_as_it_is(
-    tmp_path: Path, mode: str, kind: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "x.db"
-    if kind == "empty":
-        path.touch()
-    elif kind == "foreign":
-        import apsw
-
-        conn = apsw.Connection(str(path))
-        conn.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
-        conn.close()
-    files = directory_state(tmp_path)
-    code, out, err = run(["prune", str(path), "--keep-last", "1", mode], capsys)
-    assert (code, out) == (1, "")
-    assert err.count("\n") == 1
     assert directory_state(tmp_path) == files
 
 
