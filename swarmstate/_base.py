@@ -437,17 +437,12 @@ class BaseStore(abc.ABC):
         """Remove every entry. Snapshots already taken keep their contents."""
 
     def reclaim(self, *, full: bool = False) -> ReclaimReport:
-        """Give the space of deleted data back to the file system or the database server.
+        """Give the room deleted data left back to the file system or the database server.
 
-        Deleting entries frees room inside the store; this hands it back, in
-        short steps that let other writers in (each backend documents its
-        bound). The in-memory store has nothing to give back: Python frees
-        deleted values as soon as no retained snapshot holds them.
-
-        Args:
-            full: DiskStore only: rewrite the whole file (``VACUUM``), which
-                blocks every writer for its duration. Needed once for a file
-                created before incremental reclaim; elsewhere it changes nothing.
+        In short steps that let other writers in (each backend documents its
+        bound); in memory there is nothing to give back. ``full=True``
+        (DiskStore) rewrites the whole file with ``VACUUM``, blocking every
+        writer meanwhile: needed once for a file made before incremental reclaim.
         """
         check_flag(full, "full")
         return self._reclaim(full)

@@ -456,10 +456,11 @@ class DiskStore(BaseStore):
     def _reclaim(self, full: bool) -> ReclaimReport:
         """Free pages back to the file system in short steps (see :mod:`._sqlite_reclaim`).
 
-        Each step holds the write lock about 5 ms, then lets writers in for
-        at least as long; the final log truncation holds new writers back at
-        most 50 ms per try. ``full=True`` runs one ``VACUUM`` instead, which
-        blocks writers while it rewrites the file.
+        Each step holds the write lock about ``STEP_SECONDS`` (5 ms), then
+        lets writers in for at least as long; the final log truncation holds
+        new writers back at most ``CHECKPOINT_WAIT`` (20 ms) per try.
+        ``full=True`` runs one ``VACUUM`` instead, which blocks writers while
+        it rewrites the file.
         """
         self._check_writable()
         return _sqlite_reclaim.reclaim(self, full)
