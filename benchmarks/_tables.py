@@ -17,6 +17,7 @@ SECTION_TITLES = {
     "postgres": "Checkpointer on PostgreSQL",
     "growth": "A growing LangGraph conversation",
     "workers": "Several workers: the cost of tombstones and fencing",
+    "retention": "Retention: expiring threads, keeping the newest, giving space back",
 }
 
 CLAIM_NOTE = (

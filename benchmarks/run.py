@@ -50,6 +50,7 @@ SECTIONS: dict[str, str] = {
     "postgres": "sections_postgres:section_postgres",
     "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
     "workers": "sections_workers:section_workers",  # what the several-workers checks cost
+    "retention": "sections_retention:section_retention",  # expire, keep_last, reclaim
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2

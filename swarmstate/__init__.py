@@ -27,6 +27,7 @@ from swarmstate._errors import (
     ValueOutOfRangeError,
 )
 from swarmstate._memory import Store
+from swarmstate._reclaim import ReclaimReport
 from swarmstate._transfer import transfer
 
 __version__ = "0.1.0"
@@ -46,6 +47,7 @@ __all__ = [
     "InvalidKeyError",
     "MissingDependencyError",
     "ReadOnlyStoreError",
+    "ReclaimReport",
     "Snapshot",
     "SnapshotError",
     "StorageError",

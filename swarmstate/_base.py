@@ -17,7 +17,7 @@ Required primitives (abstract):
     _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
-    _read, _put, _delete_prefix, _copy_prefix, close.
+    _read, _put, _delete_prefix, _copy_prefix, _reclaim, close.
 
 Argument checks, first failure wins:
     * names (namespace, key, prefix, range bounds): a ``str`` that has a
@@ -68,6 +68,7 @@ from swarmstate._checks import (
 )
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
 from swarmstate._errors import ConflictError, SnapshotError
+from swarmstate._reclaim import ReclaimReport
 
 __all__ = [
     "MISSING",
@@ -467,6 +468,17 @@ class BaseStore(abc.ABC):
     def clear(self) -> None:
         """Remove every entry. Snapshots already taken keep their contents."""
 
+    def reclaim(self, *, full: bool = False) -> ReclaimReport:
+        """Give the room deleted data left back to the file system or the database server.
+
+        In short steps that let other writers in (each backend documents its
+        bound); in memory there is nothing to give back. ``full=True``
+        (DiskStore) rewrites the whole file with ``VACUUM``, blocking every
+        writer meanwhile: needed once for a file made before incremental reclaim.
+        """
+        check_flag(full, "full")
+        return self._reclaim(full)
+
     # -- snapshots -------------------------------------------------------
 
     @abc.abstractmethod
@@ -589,6 +601,10 @@ class BaseStore(abc.ABC):
         ]
         return self._put_many(rows, False, []) if rows else 0
 
+    def _reclaim(self, full: bool) -> ReclaimReport:
+        """Backend hook for :meth:`reclaim`; by default there is nothing to give back."""
+        return ReclaimReport(type(self).__name__, 0, 0, note="nothing to give back in memory")
+
     @abc.abstractmethod
     def _restore(self, snapshot: Snapshot) -> None:
         """Make the current state equal ``snapshot`` (checked to be of this store's uid)."""
@@ -620,3 +636,18 @@ class BaseStore(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store; a close that can wait (for calls in flight) runs in a worker thread."""
+        if type(self).close is not BaseStore.close:
+            import asyncio  # here: importing swarmstate does not import asyncio
+
+            await asyncio.to_thread(self.close)

@@ -1,6 +1,7 @@
-"""The swarmstate command: look into a store without changing it, and measure this machine.
+"""The swarmstate command: look into a store without changing it, prune it, measure this machine.
 
-Every command that takes PATH opens it read-only (see :mod:`swarmstate._cli.source`).
+Every command that takes PATH opens it read-only (see :mod:`swarmstate._cli.source`),
+except ``prune``, which opens it read-write for a real run.
 This module only parses arguments, runs the command and turns failures into
 one line on stderr and an exit status; the commands live in :mod:`swarmstate._cli`.
 Importing it imports neither LangGraph nor matplotlib.
@@ -18,6 +19,7 @@ from typing import Any, NoReturn
 
 import swarmstate
 from swarmstate._cli import render
+from swarmstate._cli.prune import decide_dry_run, parse_duration
 from swarmstate._cli.source import InputError, open_store
 from swarmstate._errors import SwarmStateError
 
@@ -28,12 +30,13 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 DESCRIPTION = """\
-Look into a swarmstate store without changing it, and measure this machine.
+Look into a swarmstate store without changing it, prune it, and measure this machine.
 
 PATH is a DiskStore file, or a PostgreSQL database given as a URL
-(postgresql://...) or a libpq key=value string. It is always opened
-read-only: nothing is created or written, a 0-byte or foreign file is refused
-as it is, and a command does not wait behind another process's write."""
+(postgresql://...) or a libpq key=value string. Every command but prune
+opens it read-only: nothing is created or written, a 0-byte or foreign file
+is refused as it is, and a command does not wait behind another process's
+write. prune deletes old checkpoints (a dry run changes nothing)."""
 
 EPILOG = """\
 exit status:
@@ -45,6 +48,19 @@ exit status:
 
 Every error is one line on stderr. --json prints a stable document
 (its keys are listed in docs/cli.md)."""
+
+PRUNE_DESCRIPTION = """\
+Delete old checkpoints and idle threads, and what only they referenced.
+
+Never breaks resume: the newest checkpoints of every namespace are kept with
+their pending writes, and so are the ancestors a DeltaChannel rebuilds from.
+Give --keep-last, --older-than or both.
+
+Without --yes or --dry-run: on a terminal (stdin or stderr is one) it is a
+dry run, and it prints the command that deletes; off a terminal (a script,
+cron, a pipe) it deletes. A dry run opens PATH read-only and changes nothing.
+--reclaim gives the freed space back after a real run (DiskStore: the file
+shrinks; PostgreSQL: VACUUM)."""
 
 _DEBUG_ENV = "SWARMSTATE_DEBUG"  # set to 1 for a traceback of an unexpected error
 
@@ -151,6 +167,31 @@ def build_parser() -> argparse.ArgumentParser:
     output(check)
     check.set_defaults(func=_cmd_check)
 
+    prune = command(
+        "prune", "delete old checkpoints and idle threads (the one command that writes)"
+    )
+    prune.description = PRUNE_DESCRIPTION
+    prune.add_argument(
+        "--keep-last", type=_positive, default=None, metavar="N",
+        help="keep the newest N checkpoints of each thread namespace",
+    )  # fmt: skip
+    prune.add_argument(
+        "--older-than", type=parse_duration, default=None, metavar="AGE",
+        help="delete whole threads idle longer than AGE: 30d, 12h, 15m, 90s or seconds",
+    )  # fmt: skip
+    prune.add_argument(
+        "--thread", action="append", default=None, metavar="ID",
+        help="only this thread (repeat for more)",
+    )  # fmt: skip
+    mode = prune.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="change nothing; report what would go")
+    mode.add_argument("--yes", action="store_true", help="delete, even on a terminal")
+    prune.add_argument(
+        "--reclaim", action="store_true", help="then give the freed space back (store.reclaim())"
+    )
+    output(prune)
+    prune.set_defaults(func=_cmd_prune, parser=prune)
+
     bench = command("benchmark", "measure the stores on this machine (for bug reports)")
     bench.add_argument("--full", action="store_true", help="the whole sweep (slower)")
     bench.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
@@ -248,6 +289,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     doc = _view(args, check_view, lambda doc: render.render_check(doc, args.path))
     return EXIT_OK if doc["ok"] else EXIT_ERROR
+
+
+def _cmd_prune(args: argparse.Namespace) -> int:
+    if args.keep_last is None and args.older_than is None:
+        args.parser.error("give --keep-last N, --older-than AGE or both")
+    _require_langgraph()
+    from swarmstate._cli.prune import prune
+
+    dry_run, defaulted = decide_dry_run(args, sys.stdin, sys.stderr)
+    doc = prune(args, dry_run)
+    print(render.to_json(doc) if args.json else render.render_prune(doc, args.path))
+    if defaulted:
+        print(
+            "swarmstate prune: this was a dry run (the default on a terminal); add --yes to delete",
+            file=sys.stderr,
+        )
+    return EXIT_OK
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> int:

@@ -33,13 +33,18 @@ from swarmstate.cli import main
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
-PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check"]
+PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check", "prune"]
+"""Commands that must leave PATH as it was (prune: its dry run)."""
+REFUSING = [*PATH_COMMANDS, "prune --yes"]
+"""Commands that must refuse a path that holds no store, and leave it as it was."""
 
 
 def argv_for(command: str, target: str, saver: Any = None) -> list[str]:
     """Arguments that make ``command`` do real work on ``target`` (ids from ``saver``)."""
     if command in ("threads", "inspect", "check"):
         return [command, target]
+    if command.startswith("prune"):
+        return ["prune", target, "--keep-last", "1", "--yes" if "yes" in command else "--dry-run"]
     if saver is None:
         ids = ["1", "2"]
     else:
@@ -125,7 +130,7 @@ def test_usage_errors_exit_2_with_one_line(
 # -- refusing what is not a store, untouched ---------------------------------------
 
 
-@pytest.mark.parametrize("command", PATH_COMMANDS)
+@pytest.mark.parametrize("command", REFUSING)
 def test_a_missing_file_exits_1_with_one_line_and_is_not_created(
     tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -137,7 +142,7 @@ def test_a_missing_file_exits_1_with_one_line_and_is_not_created(
 
 
 @pytest.mark.parametrize("kind", ["empty", "text", "foreign sqlite"])
-@pytest.mark.parametrize("command", PATH_COMMANDS)
+@pytest.mark.parametrize("command", REFUSING)
 def test_empty_and_foreign_files_are_refused_and_left_untouched(
     tmp_path: Path, kind: str, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -382,12 +387,48 @@ def test_benchmark_writes_its_result_and_draws_progress_only_when_asked(tmp_path
         assert row["get"]["n"] > 0
     assert [w["processes"] for w in doc["writers"]] == [1, 2]
     assert all(w["errors"] == 0 and not w["failures"] for w in doc["writers"]), doc["writers"]
+    # Checkpointers on LangGraph's recorded calls, ours beside LangGraph's, in the table too.
+    assert set(doc["savers"]) == {
+        "memory/SwarmStateSaver(Store)",
+        "memory/InMemorySaver",
+        "durable/SwarmStateSaver(DiskStore NORMAL)",
+        "durable/SqliteSaver NORMAL",
+    }
+    for row in doc["savers"].values():
+        assert set(row) == {"put", "put_writes", "latest_5", "latest_50", "list10"}
+        assert all(op["p50"] > 0 and op["n"] > 0 for op in row.values()), row
+        assert row["put"]["n"] == row["put_writes"]["n"] == row["latest_50"]["n"] == 8
+    assert "durable/SqliteSaver NORMAL" in proc.stdout
+    assert "latest@50" in proc.stdout
     assert doc["footprint"]["max_rss_mb"] > 0
     assert doc["skipped"] == {}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no probe or temp file
     shown = run_cli("benchmark", "--tiny", "--progress", cwd=tmp_path, timeout=300)
     assert shown.returncode == 0, shown.stderr
     assert "DiskStore NORMAL: set/get" in shown.stderr
+
+
+def test_benchmark_without_langgraph_measures_the_stores_and_names_the_extra(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys; sys.modules['langgraph'] = None; "  # as if the extra were not installed
+        "from swarmstate.cli import main; raise SystemExit(main(['benchmark', '--tiny']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "DiskStore NORMAL" in proc.stdout
+    assert "checkpointers on LangGraph" not in proc.stdout
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("skipped savers")]
+    assert len(skipped) == 1
+    assert 'pip install "swarmstate[langgraph]"' in skipped[0]
 
 
 def test_the_command_module_does_not_import_langgraph_or_matplotlib() -> None:

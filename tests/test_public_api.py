@@ -25,6 +25,7 @@ EXPECTED = {
     "InvalidKeyError",
     "MissingDependencyError",
     "ReadOnlyStoreError",
+    "ReclaimReport",
     "Snapshot",
     "SnapshotError",
     "StorageError",

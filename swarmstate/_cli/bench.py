@@ -1,7 +1,10 @@
-"""``swarmstate benchmark``: store workloads on this machine, as a result file for bug reports.
+"""``swarmstate benchmark``: store and checkpointer workloads on this machine, for bug reports.
 
-Only the stores are measured here (``swarmstate._bench`` holds the
-measuring); the LangGraph comparisons live in ``benchmarks/run.py``.
+``swarmstate._bench`` holds the measuring. The stores are timed call by call;
+the checkpointer rows (with the ``langgraph`` extra) replay LangGraph's
+recorded call pattern (``put_writes`` of every task, then ``put``) on
+``SwarmStateSaver`` and LangGraph's own savers, in memory and on a file. The
+PostgreSQL rows and the whole comparison live in ``benchmarks/run.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from swarmstate._memory import Store
 __all__ = ["LANGGRAPH_HINT", "check_writable", "format_report", "run_benchmark", "write_result"]
 
 LANGGRAPH_HINT = (
-    "For the LangGraph and PostgreSQL comparisons: "
+    "For the PostgreSQL rows and the whole comparison: "
     'pip install "swarmstate[bench,disk,langgraph,postgres]" and run '
     "python benchmarks/run.py from a source checkout (--pg-dsn for the PostgreSQL rows)."
 )
@@ -39,17 +42,24 @@ class _Sizes:
     writers: tuple[int, ...]
     writes_per_process: int
     rounds: int
+    saver_calls: int  # calls per op and saver, over all rounds
+    saver_lengths: tuple[int, ...]  # checkpoints per thread for the latest reads
 
 
 _SIZES = {
-    "tiny": _Sizes(calls=30, batch=200, writers=(1, 2), writes_per_process=20, rounds=2),
+    "tiny": _Sizes(
+        calls=30, batch=200, writers=(1, 2), writes_per_process=20, rounds=2,
+        saver_calls=8, saver_lengths=(5, 50),
+    ),
     "default": _Sizes(
-        calls=2_000, batch=10_000, writers=(1, 2, 4), writes_per_process=500, rounds=3
+        calls=2_000, batch=10_000, writers=(1, 2, 4), writes_per_process=500, rounds=3,
+        saver_calls=200, saver_lengths=(5, 200),
     ),
     "full": _Sizes(
-        calls=10_000, batch=50_000, writers=(1, 2, 4, 8), writes_per_process=2_000, rounds=5
+        calls=10_000, batch=50_000, writers=(1, 2, 4, 8), writes_per_process=2_000, rounds=5,
+        saver_calls=500, saver_lengths=(5, 200, 1_000),
     ),
-}
+}  # fmt: skip
 
 
 class _TextBar:
@@ -213,7 +223,7 @@ def run_benchmark(size: str = "default", *, progress: bool = True) -> dict[str, 
     """Run the store workloads in a throwaway directory; the result document."""
     sizes = _SIZES[size]
     disk_ok = _disk_store_class()[0] is not None
-    total = 1 + (2 * 2 if disk_ok else 0) + 1 + (len(sizes.writers) if disk_ok else 0)
+    total = 1 + (2 * 2 if disk_ok else 0) + 1 + (len(sizes.writers) if disk_ok else 0) + 1
     started = time.perf_counter()
     with (
         tempfile.TemporaryDirectory(prefix="swarmstate-bench-") as tmp,
@@ -228,6 +238,14 @@ def run_benchmark(size: str = "default", *, progress: bool = True) -> dict[str, 
         writers = _writer_rows(sizes, Path(tmp), step) if disk_ok else []
         if not disk_ok:
             skipped["writers"] = skipped.get("DiskStore", "DiskStore unavailable")
+        step("checkpointers: the runtime's calls")
+        savers, why = _bench.saver_rows(
+            Path(tmp),
+            calls=sizes.saver_calls,
+            lengths=list(sizes.saver_lengths),
+            rounds=sizes.rounds,
+        )
+        skipped.update(why)
     settings = {"size": size, **sizes.__dict__}
     return {
         "schema": 1,
@@ -235,6 +253,7 @@ def run_benchmark(size: str = "default", *, progress: bool = True) -> dict[str, 
         "environment": _bench.environment(settings),
         "stores": stores,
         "writers": writers,
+        "savers": savers,
         "footprint": {**_bench.footprint(), "wall_s": round(time.perf_counter() - started, 2)},
         "skipped": skipped,
         "hint": LANGGRAPH_HINT,
@@ -269,6 +288,7 @@ def format_report(doc: dict[str, Any]) -> str:
             lines.append(
                 f"{w['processes']:>10}{w['ops_per_s']:>14,.0f}{scaling:>9}{eff:>12}{w['errors']:>8}"
             )
+    lines += _saver_lines(doc["savers"])
     fp = doc["footprint"]
     lines += [
         "",
@@ -280,6 +300,24 @@ def format_report(doc: dict[str, Any]) -> str:
         lines.append(f"skipped {what}: {why}")
     lines.append(doc["hint"])
     return "\n".join(lines)
+
+
+def _saver_lines(savers: dict[str, Any]) -> list[str]:
+    """The checkpointer table: p50 per call of each op, ours beside LangGraph's."""
+    if not savers:
+        return []
+    first = next(iter(savers.values()))
+    latest = sorted(int(key[len("latest_") :]) for key in first if key.startswith("latest_"))
+    heads = ["put", "put_writes", *(f"latest@{n}" for n in latest), "list(10)"]
+    keys = ["put", "put_writes", *(f"latest_{n}" for n in latest), "list10"]
+    lines = [
+        "",
+        "checkpointers on LangGraph's call pattern (p50 per call; each group in the same rounds):",
+        f"{'group/saver':<44}" + "".join(f"{h:>12}" for h in heads),
+    ]
+    for name, row in savers.items():
+        lines.append(f"{name:<44}" + "".join(f"{row[k]['p50']:>10.1f}µs" for k in keys))
+    return lines
 
 
 def check_writable(path: Path) -> None:

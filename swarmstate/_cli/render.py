@@ -12,6 +12,7 @@ __all__ = [
     "render_diff",
     "render_history",
     "render_inspect",
+    "render_prune",
     "render_show",
     "render_threads",
     "table",
@@ -195,3 +196,26 @@ def render_check(doc: dict[str, Any], target: str) -> str:
         lines += [f"  {b['error']}" for b in bad]
     lines.append(f"{target}: {'ok' if doc['ok'] else 'PROBLEMS FOUND'}")
     return "\n".join(lines)
+
+
+def render_prune(doc: dict[str, Any], path: str) -> str:
+    """What ``prune`` deleted (or would), and with ``--reclaim`` what the store gave back."""
+    done = "would delete (dry run: nothing was changed)" if doc["dry_run"] else "deleted"
+    rows: list[list[object]] = [
+        ["threads examined", doc["threads_examined"]],
+        ["threads deleted", doc["threads_deleted"]],
+        ["checkpoints deleted", doc["checkpoints_deleted"]],
+        ["pending writes deleted", doc["writes_deleted"]],
+        ["bytes freed in the store", doc["bytes_freed"]],
+    ]
+    reclaimed = doc["reclaim"]
+    if reclaimed is not None:
+        rows += [
+            ["store bytes before reclaim", reclaimed["bytes_before"]],
+            ["store bytes after reclaim", reclaimed["bytes_after"]],
+            ["pages given back", reclaimed["pages_freed"]],
+        ]
+    text = f"prune {_shown(path)}: {done}\n" + table(["WHAT", "COUNT"], rows)
+    if reclaimed is not None and reclaimed["note"]:
+        text += f"\nreclaim: {reclaimed['note']}"
+    return text

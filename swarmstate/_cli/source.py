@@ -1,9 +1,12 @@
-"""Open what a command names, read-only: a DiskStore file or a PostgreSQL database.
+"""Open what a command names: a DiskStore file or a PostgreSQL database, read-only but for prune.
 
-Nothing here can write: the file is opened with ``DiskStore(readonly=True)``,
-and a PostgreSQL connection runs every transaction read-only
-(``default_transaction_read_only``), so even a bug further on could not
-change what is inspected.
+:func:`open_store` cannot write: the file is opened with
+``DiskStore(readonly=True)``, and a PostgreSQL connection runs every
+transaction read-only (``default_transaction_read_only``), so even a bug
+further on could not change what is inspected. :func:`open_writable`, for
+``prune`` alone, first checks the target the same read-only way (a missing,
+empty or foreign file, or a schema without a store, is refused untouched),
+then opens it read-write.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from swarmstate._base import BaseStore
 from swarmstate._errors import StorageError
 
-__all__ = ["READ_WAIT", "InputError", "is_dsn", "open_store", "raw_entries"]
+__all__ = ["READ_WAIT", "InputError", "is_dsn", "open_store", "open_writable", "raw_entries"]
 
 READ_WAIT = 1.0
 """Seconds a read may wait for a lock (a WAL reader waits only for brief steps
@@ -56,21 +59,35 @@ def open_store(target: str, *, schema: str = "swarmstate") -> Iterator[BaseStore
         yield disk
 
 
+@contextmanager
+def open_writable(target: str, *, schema: str = "swarmstate") -> Iterator[BaseStore]:
+    """The store at ``target``, checked as :func:`open_store` does, then opened read-write."""
+    if is_dsn(target):
+        backend = importlib.import_module("swarmstate.backends.postgres")
+        _check_schema(target, schema)
+        with backend.PostgresStore(target, schema=schema) as store:
+            yield store
+        return
+    from swarmstate.backends.disk import DiskStore
+
+    DiskStore(target, readonly=True, busy_timeout=READ_WAIT).close()  # refuses, untouched
+    with DiskStore(target) as disk:
+        yield disk
+
+
 def _read_only(conn: Any) -> None:
     """Make every later transaction of ``conn`` (autocommit: every statement) read-only."""
     conn.execute("SET default_transaction_read_only = on")
 
 
-@contextmanager
-def _postgres(conninfo: str, schema: str) -> Iterator[BaseStore]:
-    # The backend first: without the postgres extra its error names the extra.
-    backend = importlib.import_module("swarmstate.backends.postgres")
+def _check_schema(conninfo: str, schema: str) -> None:
+    """Refuse, through one read-only connection, a server we cannot reach or an empty schema.
+
+    A direct connection's error says why (a pool's would only time out).
+    """
     import psycopg
     from psycopg import sql
-    from psycopg_pool import ConnectionPool
 
-    # One direct connection first: its error says why (the pool's would only
-    # time out), and it checks that the schema holds a store.
     try:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT) as conn:
             _read_only(conn)
@@ -83,6 +100,15 @@ def _postgres(conninfo: str, schema: str) -> Iterator[BaseStore]:
             f"no swarmstate store in schema {schema!r} of that database; "
             "pass the schema it uses with --schema"
         )
+
+
+@contextmanager
+def _postgres(conninfo: str, schema: str) -> Iterator[BaseStore]:
+    # The backend first: without the postgres extra its error names the extra.
+    backend = importlib.import_module("swarmstate.backends.postgres")
+    from psycopg_pool import ConnectionPool
+
+    _check_schema(conninfo, schema)
     pool: ConnectionPool[Any] = ConnectionPool(
         conninfo,
         min_size=1,

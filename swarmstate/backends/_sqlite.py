@@ -69,6 +69,7 @@ __all__ = [
     "read_meta",
     "setup",
     "translate",
+    "use_incremental_vacuum",
     "use_wal",
 ]
 
@@ -423,6 +424,19 @@ def configure(conn: apsw.Connection, synchronous: str, busy_timeout: float) -> N
     set_synchronous(conn, synchronous)
     set_connection_limits(conn)
     set_stable_plans(conn)
+
+
+def use_incremental_vacuum(conn: apsw.Connection) -> None:
+    """Make a new file one whose free pages can be given back in steps (``reclaim()``).
+
+    SQLite fixes ``auto_vacuum`` when the file's first page is written, which
+    the switch to WAL already does: so every opener runs this before
+    :func:`use_wal`, and whichever process writes the first page writes it
+    INCREMENTAL. A file that has pages is left alone (the pragma would write
+    to it): one made before this stays NONE until ``reclaim(full=True)``.
+    """
+    if _scalar(conn, "PRAGMA page_count") == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
 
 
 def use_wal(conn: apsw.Connection, path: str) -> None:

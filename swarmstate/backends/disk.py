@@ -39,9 +39,11 @@ from swarmstate._errors import (
     StorageError,
     StoreClosedError,
 )
+from swarmstate._reclaim import ReclaimReport
 from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
 from swarmstate.backends import _sqlite_readonly as ro
+from swarmstate.backends import _sqlite_reclaim
 from swarmstate.backends._sqlite import Connection, apsw
 
 __all__ = ["DiskStore"]
@@ -148,6 +150,7 @@ class DiskStore(BaseStore):
 
         def open_file() -> str:
             sql.identify(conn, self._file)  # as probe() did, should the file have changed since
+            sql.use_incremental_vacuum(conn)
             sql.use_wal(conn, self._file)
             return sql.setup(conn, self._file)
 
@@ -476,6 +479,18 @@ class DiskStore(BaseStore):
             conn.execute(sql.CLEAR_END)
 
         self._write("clear", body)
+
+    def _reclaim(self, full: bool) -> ReclaimReport:
+        """Free pages back to the file system in short steps (see :mod:`._sqlite_reclaim`).
+
+        Each step holds the write lock about ``STEP_SECONDS`` (5 ms), then
+        lets writers in for at least as long; the final log truncation holds
+        new writers back at most ``CHECKPOINT_WAIT`` (20 ms) per try.
+        ``full=True`` runs one ``VACUUM`` instead, which blocks writers while
+        it rewrites the file.
+        """
+        self._check_writable()
+        return _sqlite_reclaim.reclaim(self, full)
 
     # -- snapshots -------------------------------------------------------
 

@@ -43,7 +43,9 @@ from swarmstate._errors import (
     StorageError,
     StoreClosedError,
 )
+from swarmstate._reclaim import ReclaimReport
 from swarmstate.backends import _pg_migrations as m
+from swarmstate.backends import _pg_reclaim
 from swarmstate.backends import _pg_sql as q
 from swarmstate.backends._pg_conn import (
     ConnectionPool,
@@ -745,6 +747,10 @@ class PostgresStore(BaseStore):
             else:
                 (removed if forward else added).append(pair)
         return sorted_diff(added, removed, changed)
+
+    def _reclaim(self, full: bool) -> ReclaimReport:
+        """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`._pg_reclaim`)."""
+        return _pg_reclaim.reclaim(self, full)
 
     # -- lifecycle -------------------------------------------------------
 

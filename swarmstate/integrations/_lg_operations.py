@@ -8,7 +8,7 @@ and :mod:`._lg_history`.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory
@@ -208,6 +208,7 @@ class ThreadMethods(AsyncMethods):
         thread_ids: Sequence[str] | None = None,
         dry_run: bool = False,
         now: datetime.datetime | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> RetentionReport:
         """Delete old checkpoints and idle threads, and what only they referenced.
 
@@ -219,6 +220,8 @@ class ThreadMethods(AsyncMethods):
             thread_ids: Only these threads (default every thread).
             dry_run: Change nothing; report what a real run would delete.
             now: The time ``older_than`` counts back from (default now, UTC).
+            progress: Called after each thread with ``(threads done, threads
+                in all)``, on the calling thread (for a progress line).
 
         Never breaks resume: the newest checkpoints are kept with their
         pending writes (an interrupted run resumes and runs no finished task
@@ -235,8 +238,15 @@ class ThreadMethods(AsyncMethods):
             if isinstance(thread_ids, str):
                 raise InvalidArgumentError("thread_ids must be a sequence of ids, not one str")
             thread_ids = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError(f"progress must be callable, got {progress!r}")
         return self._retainer.run(
-            self.serde, keep_last=keep_last, cutoff=cutoff, thread_ids=thread_ids, dry_run=dry_run
+            self.serde,
+            keep_last=keep_last,
+            cutoff=cutoff,
+            thread_ids=thread_ids,
+            dry_run=dry_run,
+            progress=progress,
         )
 
     async def aretain(
@@ -247,8 +257,9 @@ class ThreadMethods(AsyncMethods):
         thread_ids: Sequence[str] | None = None,
         dry_run: bool = False,
         now: datetime.datetime | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> RetentionReport:
-        """Async :meth:`retain`."""
+        """Async :meth:`retain` (``progress`` is then called on a worker thread)."""
         return await self._run(
             lambda: self.retain(
                 keep_last=keep_last,
@@ -256,6 +267,7 @@ class ThreadMethods(AsyncMethods):
                 thread_ids=thread_ids,
                 dry_run=dry_run,
                 now=now,
+                progress=progress,
             )
         )
 

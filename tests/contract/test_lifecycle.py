@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,3 +57,72 @@ def test_close_twice_is_harmless_and_later_calls_on_any_thread_are_refused(
     assert isinstance(seen[0], ss.StoreClosedError)
     with pytest.raises(ss.StoreClosedError):
         store.set("ns", "k", 2)
+
+
+async def test_async_with_closes_every_store(store_factory: Any) -> None:
+    store = store_factory()
+    async with store as opened:
+        assert opened is store
+        store.set("a", "k", 1)
+    if store_factory.durable:
+        with pytest.raises(ss.StoreClosedError):
+            store.get("a", "k")
+        assert store_factory.reopen(store).get("a", "k") == 1
+    else:
+        assert store.get("a", "k") == 1  # closing the in-memory store keeps it usable
+
+
+async def test_async_with_closes_the_store_when_its_block_raises(store_factory: Any) -> None:
+    store = store_factory()
+
+    async def fail_inside() -> None:
+        async with store:
+            store.set("a", "k", 1)
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        await fail_inside()
+    if store_factory.durable:
+        with pytest.raises(ss.StoreClosedError):
+            store.get("a", "k")
+
+
+async def test_async_with_waits_for_a_write_in_flight_off_the_event_loop(tmp_path: Path) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    store = DiskStore(tmp_path / "a.db")
+    rows = 200_000  # a batch that takes a good part of a second to write
+    encoded = threading.Event()
+
+    def items() -> Any:
+        for i in range(rows):
+            yield ("big", f"k{i:06d}", i)
+        encoded.set()  # set_many has encoded them all; its write transaction starts now
+
+    def write() -> None:
+        store.set("small", "k", 0)  # this thread's connection, opened before
+        store.set_many(items())
+
+    writer = threading.Thread(target=write)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    async with store:
+        writer.start()
+        while not encoded.is_set():
+            await asyncio.sleep(0.001)
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.05)  # the batch is being written
+        before = ticks
+    # close() waited for the batch, in a worker thread: the loop kept running.
+    after = ticks
+    ticker.cancel()
+    writer.join()
+    assert after > before
+    with DiskStore(tmp_path / "a.db") as again:
+        assert again.count("big") == rows

@@ -20,6 +20,7 @@ from test_sharing import assert_every_item_is_needed, chat_graph, everything, ta
 
 import swarmstate as ss
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_guard import GUARDS
 from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
 
 MakeStore = Callable[[], ss.BaseStore]
@@ -80,6 +81,15 @@ def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: Mak
     assert_every_item_is_needed(saver, "s")
 
 
+def stored_bytes(contents: dict[str, list[tuple[str, bytes]]]) -> int:
+    return sum(
+        len(ns) + len(key) + len(value)
+        for ns, items in contents.items()
+        if ns != GUARDS
+        for key, value in items
+    )
+
+
 def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
     make_store: MakeStore,
 ) -> None:
@@ -91,6 +101,10 @@ def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
     store = saver.store
     contents = {ns: store.items(ns, raw=True) for ns in store.namespaces()}
     readable = everything(saver)
+
+    def now_stored() -> dict[str, list[tuple[str, bytes]]]:
+        return {ns: store.items(ns, raw=True) for ns in store.namespaces()}
+
     plan = saver.retain(keep_last=2, older_than=DAY, thread_ids=["b"], now=old, dry_run=True)
     plan_a = saver.retain(keep_last=2, thread_ids=["a"], dry_run=True)
     assert {ns: store.items(ns, raw=True) for ns in store.namespaces()} == contents
@@ -112,6 +126,11 @@ def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
             planned.writes_deleted,
         )
         assert ran.bytes_freed == planned.bytes_freed
+    # bytes_freed is exactly what left the store: namespace, key and value
+    # bytes (the tombstone delete_thread leaves for "b" aside).
+    assert (
+        stored_bytes(contents) - stored_bytes(now_stored()) == done.bytes_freed + done_a.bytes_freed
+    )
     assert store.namespaces(K.thread_prefix("b")) == []
     assert len(list(saver.list(cfg("a")))) == 2
 
@@ -241,6 +260,22 @@ async def test_aretain_is_retain(make_store: MakeStore) -> None:
     report = await saver.aretain(keep_last=1, dry_run=True)
     assert isinstance(report, RetentionReport)
     assert report.checkpoints_deleted > 0
+
+
+def test_progress_is_called_once_per_thread_in_order(make_store: MakeStore) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    for thread in ("a", "b", "c"):
+        talk(graph, thread, 2)
+    seen: list[tuple[int, int]] = []
+    report = saver.retain(keep_last=1, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert report.threads_examined == 3
+    seen.clear()
+    saver.retain(keep_last=1, thread_ids=["b", "a", "b"], progress=lambda *p: seen.append(p))
+    assert seen == [(1, 2), (2, 2)]
+    with pytest.raises(ss.InvalidArgumentError, match="progress"):
+        saver.retain(keep_last=1, progress=3)  # type: ignore[arg-type]
 
 
 def _writer(path: str, turns: int, queue: Any) -> None:

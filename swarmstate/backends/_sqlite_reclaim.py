@@ -1,0 +1,214 @@
+"""DiskStore.reclaim(): give a file's free pages back to the file system, in short steps.
+
+Deleting rows leaves their pages on SQLite's freelist: the file keeps its
+size. DiskStore creates its files with ``auto_vacuum = INCREMENTAL`` (see
+:func:`swarmstate.backends._sqlite.use_incremental_vacuum`), so the free
+pages can be handed back a few at a time:
+
+1. ``PRAGMA incremental_vacuum(N)`` moves the last pages of the file into
+   free slots and cuts the tail, one short write transaction per step. ``N``
+   adapts so that a step holds the write lock for about :data:`STEP_SECONDS`,
+   and the next step waits at least as long as this one took: a writer of
+   another thread or process that arrived meanwhile gets the lock in between.
+2. A passive WAL checkpoint copies the log into the file (and cuts the file
+   to its new size) without waiting for anyone.
+3. ``PRAGMA wal_checkpoint(TRUNCATE)`` empties the ``-wal`` file. It must
+   wait for readers still using the log, and holds new writers back while
+   it waits, so it waits at most :data:`CHECKPOINT_WAIT`; if a reader is
+   still there the report says the log was not truncated (a later call
+   finishes the job).
+
+A file created before this (``auto_vacuum = NONE``) cannot shrink in steps:
+``reclaim()`` then only truncates the log and reports the free pages left;
+``reclaim(full=True)`` runs one ``VACUUM``, which rewrites the whole file
+with ``auto_vacuum = INCREMENTAL`` and blocks every writer while it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import suppress
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+from swarmstate._reclaim import ReclaimReport
+from swarmstate.backends import _sqlite as sql
+from swarmstate.backends._sqlite import Connection, apsw
+
+if TYPE_CHECKING:
+    from swarmstate.backends.disk import DiskStore
+
+__all__ = ["CHECKPOINT_WAIT", "STEP_SECONDS", "reclaim"]
+
+STEP_SECONDS: Final = 0.005
+"""How long one incremental step aims to hold the write lock."""
+CHECKPOINT_WAIT: Final = 0.02
+"""The longest the final checkpoint waits for readers (holding new writers back)."""
+_FIRST_PAGES, _MIN_PAGES, _MAX_PAGES = 256, 16, 16_384
+_CHECKPOINT_TRIES = 10
+_INCREMENTAL = 2  # PRAGMA auto_vacuum: 0 NONE, 1 FULL, 2 INCREMENTAL
+
+
+def file_bytes(path: str) -> int:
+    """Bytes of the database file and its ``-wal`` (the ``-shm`` index aside)."""
+    total = 0
+    for name in (path, path + "-wal"):
+        with suppress(FileNotFoundError):
+            total += os.stat(name).st_size
+    return total
+
+
+def _pragma(conn: Connection, name: str) -> int:
+    row = conn.execute(f"PRAGMA {name}").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def reclaim(store: DiskStore, full: bool) -> ReclaimReport:
+    """Run the steps above on ``store``'s file; the report of what they gave back."""
+    started = time.monotonic()
+    path = store._file
+    before = file_bytes(path)
+    conn = store._conn()
+    try:
+        mode = _pragma(conn, "auto_vacuum")
+        steps, longest = 0, 0.0
+        if full:
+            freed, longest = _vacuum(store, conn)
+            steps = 1
+        elif mode == _INCREMENTAL:
+            freed, steps, longest = _incremental(store, conn)
+        else:
+            freed = 0
+        truncated = _checkpoint(store, conn)
+        left = _pragma(conn, "freelist_count")
+    except apsw.Error as exc:
+        raise store._fail(exc, "reclaim space") from exc
+    notes = []
+    if left and not full and mode != _INCREMENTAL:
+        notes.append(
+            f"this file was created without incremental reclaim: its {left} free pages "
+            "go back only with reclaim(full=True), which rewrites the file and blocks "
+            "writers while it runs (once; later reclaims are incremental)"
+        )
+    elif left:
+        notes.append(f"{left} pages were freed by writes during the run; run reclaim() again")
+    if not truncated:
+        notes.append(
+            "the -wal log was not truncated: a reader was still using it; run reclaim() again"
+        )
+    return ReclaimReport(
+        backend="DiskStore",
+        bytes_before=before,
+        bytes_after=file_bytes(path),
+        pages_freed=freed,
+        pages_left=left,
+        full=full,
+        complete=truncated and not left,
+        steps=steps,
+        longest_step_seconds=longest,
+        seconds=time.monotonic() - started,
+        note="; ".join(notes),
+    )
+
+
+def _incremental(store: DiskStore, conn: Connection) -> tuple[int, int, float]:
+    """Vacuum the freelist in short steps; (pages freed, steps, longest step in seconds).
+
+    Stops when the freelist is empty, or once as many pages as it held at
+    the start are freed: pages that writes free meanwhile are left for the
+    next call, so a busy deleter cannot keep it running. The log is
+    checkpointed between steps, off the lock, rather than by SQLite's
+    automatic checkpoint at the end of a commit: a step's time is then the
+    time it held the lock, which is what the step size adapts to.
+    """
+    pages, freed, steps, longest = _FIRST_PAGES, 0, 0, 0.0
+    target: int | None = None
+    automatic = _pragma(conn, "wal_autocheckpoint")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        while target is None or freed < target:
+            began, free, left = store._write("reclaim space", partial(_step, pages=pages))
+            now = time.monotonic()
+            elapsed = now - began
+            if target is None:
+                target = free
+            if free == 0 or left >= free:
+                break
+            freed += free - left
+            steps += 1
+            longest = max(longest, elapsed)
+            if elapsed < STEP_SECONDS / 2:
+                pages = min(pages * 2, _MAX_PAGES)
+            elif elapsed > STEP_SECONDS * 1.5:
+                pages = max(pages // 2, _MIN_PAGES)
+            # Off the lock at least as long as the step was on it: a writer
+            # that arrived meanwhile gets in.
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            time.sleep(max(0.0, now + max(elapsed, STEP_SECONDS / 5) - time.monotonic()))
+    finally:
+        conn.execute(f"PRAGMA wal_autocheckpoint = {int(automatic)}")
+    return freed, steps, longest
+
+
+def _step(conn: Connection, pages: int) -> tuple[float, int, int]:
+    """One incremental step, inside a write transaction: (its start, free pages before, after)."""
+    began = time.monotonic()  # the write lock is held from here
+    free = _pragma(conn, "freelist_count")
+    if free:
+        conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+    return began, free, _pragma(conn, "freelist_count")
+
+
+def _vacuum(store: DiskStore, conn: Connection) -> tuple[int, float]:
+    """Rewrite the file whole, as INCREMENTAL; (pages freed, seconds the lock was held).
+
+    Its temporary copy goes to a file (``temp_store = FILE``), not to memory
+    as DiskStore's other temporary b-trees do: a copy of a large store could
+    exhaust memory.
+    """
+
+    def run() -> tuple[int, float]:
+        count = _pragma(conn, "page_count")
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("PRAGMA temp_store = FILE")
+        try:
+            began = time.monotonic()
+            store._retry_busy(lambda: conn.execute("VACUUM"))
+            took = time.monotonic() - began
+        finally:
+            conn.execute("PRAGMA temp_store = MEMORY")
+        return count - _pragma(conn, "page_count"), took
+
+    store._check_writable()
+    with store._write_lock:
+        try:
+            return run()
+        except apsw.Error as exc:
+            raise store._fail(exc, "rewrite the file (VACUUM)") from exc
+
+
+def _checkpoint(store: DiskStore, conn: Connection) -> bool:
+    """Copy the log into the file, then empty it; whether the ``-wal`` was truncated.
+
+    The passive checkpoint copies without waiting for anyone; the truncating
+    one then has little left to copy and waits at most
+    :data:`CHECKPOINT_WAIT` for readers. It is tried a few times, off the
+    lock in between: it fails at once while another connection runs a
+    checkpoint (a writer's automatic one at the end of its commit).
+    """
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    sql.set_busy_timeout(conn, CHECKPOINT_WAIT)
+    try:
+        for attempt in range(_CHECKPOINT_TRIES):
+            if attempt:
+                time.sleep(CHECKPOINT_WAIT)
+            try:
+                row: Any = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except apsw.BusyError:
+                continue
+            if row is not None and row[0] == 0:
+                return True
+    finally:
+        sql.set_busy_timeout(conn, store.busy_timeout)
+    return False
