@@ -11,24 +11,24 @@ one store, most of them idle. On the quiet store:
 3. the expired threads' amount written again: ``bytes.after_refill``, the
    room reused.
 
-Then a writer on its own thread invokes turns while ``retain`` and
-``reclaim()`` run on the same store: its longest ``put`` then
-(``writer.put_max_busy``) against its median and longest with nothing else
-running (``writer.put_*_quiet``), and the longest step of the reclaim.
+Then a writer in another process (what ``swarmstate prune --reclaim`` meets
+while graphs run) invokes turns while ``retain`` and ``reclaim()`` run on
+the same store: its ``put`` median, p99 and longest then
+(``writer.put_*_busy``) against the same with nothing else running
+(``writer.put_*_quiet``), and the reclaim's longest step.
 
-Claims (DiskStore): the file after expiring 80% of the threads at most 0.35x
-its size before; the report within 0.6x-1.0x of what the file gives back (it
-counts namespace, key and value bytes; SQLite adds row headers and partly
-filled pages); refilling grows the file to at most 1.25x its size before
-expiry. PostgreSQL's ``VACUUM`` makes room for new rows but keeps the files,
-so only the refill claim applies there; the other rows are reported as
-measured. Rows ``retention.<backend>.<what>``.
+Claims (DiskStore): the file after expiring 80% of the threads at most 0.3x
+its size before; the report within 20% of what the file gives back (it
+estimates each entry's cells and overflow pages by SQLite's file format;
+partly filled pages are what it misses); refilling grows the file to at
+most 1.25x its size before expiry. PostgreSQL's ``VACUUM`` makes room for
+new rows but keeps the files, so only the refill claim applies there; the
+other rows are reported as measured. Rows ``retention.<backend>.<what>``.
 """
 
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,33 +38,80 @@ from _config import Config
 from _results import Results
 
 
-def _writer(saver: Any, stop: threading.Event, waits: list[int]) -> None:
-    """Invoke turns of the growth conversation on one live thread until ``stop``."""
+def _open(where: tuple[str, str, str]) -> Any:
+    """A store from ``(kind, path or DSN, schema)``: what a writer process opens."""
+    kind, target, schema = where
+    if kind == "disk":
+        from swarmstate.backends.disk import DiskStore
+
+        return DiskStore(target)
+    from swarmstate.backends.postgres import PostgresStore
+
+    return PostgresStore(target, schema=schema)
+
+
+def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: Any) -> None:
+    """In its own process: invoke turns on one live thread until ``stop``; send ``put`` times."""
     from langchain_core.messages import HumanMessage
 
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    growth._SCRIPT = growth.conversation(seed, 10)
+    store = _open(where)
+    saver = growth._timed(SwarmStateSaver)(store)
+    saver.put_ns = []
     graph = growth.build_graph(saver, delta=False)
     turn = 0
     while not stop.is_set():
-        text = growth._SCRIPT[turn % len(growth._SCRIPT)]
-        saver.put_ns = []
+        if turn == 3:  # imports and the first writes done: measure from here
+            saver.put_ns = []
+            ready.set()
+        script = turn % len(growth._SCRIPT)
         graph.invoke(
             {
-                "messages": [HumanMessage(content=text["user"], id=f"w-{turn}")],
-                "turn": turn % len(growth._SCRIPT),
+                "messages": [HumanMessage(growth._SCRIPT[script]["user"], id=f"w-{turn}")],
+                "turn": script,
             },
             {"configurable": {"thread_id": "writer"}},
             durability="sync",
         )
-        waits.extend(saver.put_ns)
         turn += 1
+    out.put(saver.put_ns)
+    store.close()
+
+
+def _writer_waits(where: tuple[str, str, str], seed: int, work: Any) -> list[int]:
+    """``put`` times of a writer process while ``work()`` runs here (they overlap whole)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    proc = ctx.Process(target=_writer, args=(where, seed, ready, stop, out))
+    proc.start()
+    if not ready.wait(120):
+        proc.kill()
+        raise RuntimeError("the writer process did not start")
+    try:
+        work()
+    finally:
+        stop.set()
+    waits: list[int] = out.get(timeout=120)
+    proc.join(30)
+    return waits
+
+
+def _p99(samples: list[int]) -> float:
+    if len(samples) < 2:
+        return float(samples[0])
+    return statistics.quantiles(samples, n=100, method="inclusive")[98]
 
 
 def _fill(saver: Any, threads: int, turns: int, prefix: str) -> None:
     from langchain_core.messages import HumanMessage
 
     graph = growth.build_graph(saver, delta=False)
-    for t in range(threads):
-        for turn in range(turns):
+    for turn in range(turns):  # turn by turn across the threads, as concurrent users write
+        for t in range(threads):
             graph.invoke(
                 {
                     "messages": [
@@ -82,12 +129,13 @@ def _size(store: Any) -> int:
     return int(store.reclaim().bytes_after)
 
 
-def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
+def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -> None:
     import datetime
 
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     idle, active, turns = (8, 2, 8) if cfg.quick else (40, 10, 40)
+    store = _open(where)
     saver = SwarmStateSaver(store)
     base = f"retention.{backend}"
     one = {"section": "retention", "subject": backend, "batch": base}
@@ -121,26 +169,24 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
     # 2. Refill what expiry deleted: the store reuses the room it made.
     _fill(saver, idle, turns, "again")
     row("bytes.after_refill", _size(store))
-    # 3. A writer on its own thread through a retention run and a reclaim of the same store.
-    writer = growth._timed(SwarmStateSaver)(store)
-    for phase in ("quiet", "busy"):
-        waits: list[int] = []
-        stop = threading.Event()
-        thread = threading.Thread(target=_writer, args=(writer, stop, waits))
-        thread.start()
-        if phase == "busy":
-            saver.retain(older_than=0.0)
-            during = store.reclaim()
-        else:
-            time.sleep(1.0 if cfg.quick else 3.0)
-        stop.set()
-        thread.join()
-        if phase == "quiet":
-            row("writer.put_p50_quiet", statistics.median(waits) / 1e3, "us", puts=len(waits))
-            row("writer.put_max_quiet", max(waits) / 1e3, "us", puts=len(waits))
-        else:
-            row("writer.put_max_busy", max(waits) / 1e3, "us", puts=len(waits))
-            row("reclaim.longest_step", during.longest_step_seconds * 1e6, "us", steps=during.steps)
+    # 3. A writer in another process through a retention run and a reclaim (what
+    # `swarmstate prune --reclaim` does while graphs run); the same writer with
+    # nothing else running before that.
+    quiet = _writer_waits(where, cfg.seed, lambda: time.sleep(1.0 if cfg.quick else 3.0))
+    again = [f"again-{t:03d}" for t in range(idle)]
+    during: list[Any] = []
+    busy = _writer_waits(
+        where,
+        cfg.seed,
+        lambda: during.extend((saver.retain(older_than=0.0, thread_ids=again), store.reclaim())),
+    )
+    reclaim = during[1]
+    for name, waits in (("quiet", quiet), ("busy", busy)):
+        row(f"writer.put_p50_{name}", statistics.median(waits) / 1e3, "us", puts=len(waits))
+        row(f"writer.put_p99_{name}", _p99(waits) / 1e3, "us", puts=len(waits))
+        row(f"writer.put_max_{name}", max(waits) / 1e3, "us", puts=len(waits))
+    row("reclaim.longest_step", reclaim.longest_step_seconds * 1e6, "us", steps=reclaim.steps)
+    row("reclaim.seconds", reclaim.seconds * 1e6, "us")
     claims: list[tuple[str, str, str, str, float, str]] = [
         (
             "refill",
@@ -158,7 +204,7 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
                 f"size after expiring {idle} of {idle + active} threads and reclaim / before",
                 "bytes.after_expiry",
                 "bytes.before",
-                0.35,
+                0.3,
                 "<=",
             ),
             (
@@ -166,7 +212,7 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
                 "bytes retain() reported (expiry) / bytes reclaim() gave back",
                 "expiry.reported",
                 "expiry.given_back",
-                0.6,
+                0.8,
                 ">=",
             ),
             (
@@ -174,7 +220,7 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
                 "bytes retain() reported (expiry) / bytes reclaim() gave back",
                 "expiry.reported",
                 "expiry.given_back",
-                1.0,
+                1.2,
                 "<=",
             ),
             (
@@ -182,7 +228,7 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
                 "bytes retain() reported (keep_last) / bytes reclaim() gave back",
                 "keep_last.reported",
                 "keep_last.given_back",
-                0.6,
+                0.8,
                 ">=",
             ),
             (
@@ -190,7 +236,7 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
                 "bytes retain() reported (keep_last) / bytes reclaim() gave back",
                 "keep_last.reported",
                 "keep_last.given_back",
-                1.0,
+                1.2,
                 "<=",
             ),
         ]
@@ -209,16 +255,15 @@ def _one(backend: str, store: Any, cfg: Config, res: Results) -> None:
 
 
 def section_retention(cfg: Config, res: Results, workdir: Path) -> None:
-    from swarmstate.backends.disk import DiskStore
-
     growth._SCRIPT = growth.conversation(cfg.seed, 10 if cfg.quick else 40)
     workdir.mkdir(parents=True, exist_ok=True)
-    _one("disk", DiskStore(workdir / "retention.db"), cfg, res)
+    _one("disk", ("disk", str(workdir / "retention.db"), ""), cfg, res)
     if cfg.pg_dsn:
         from swarmstate.backends.postgres import PostgresStore
 
-        store = PostgresStore(cfg.pg_dsn, schema=f"bench_retention_{time.time_ns() % 10**9}")
-        store.setup()
-        _one("postgres", store, cfg, res)
+        schema = f"bench_retention_{time.time_ns() % 10**9}"
+        with PostgresStore(cfg.pg_dsn, schema=schema) as store:
+            store.setup()
+        _one("postgres", ("postgres", cfg.pg_dsn, schema), cfg, res)
     else:
         res.skipped["retention.postgres"] = "needs --pg-dsn"

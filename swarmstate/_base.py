@@ -601,6 +601,14 @@ class BaseStore(abc.ABC):
         ]
         return self._put_many(rows, False, []) if rows else 0
 
+    def _footprint(self, namespace: str, key: str, size: int) -> int:
+        """Bytes an entry whose encoded value has ``size`` bytes takes in this store.
+
+        What retention reports as freed. By default its namespace, key and
+        value bytes; a backend that knows its own layout says more.
+        """
+        return len(namespace.encode()) + len(key.encode()) + size
+
     def _reclaim(self, full: bool) -> ReclaimReport:
         """Backend hook for :meth:`reclaim`; by default there is nothing to give back."""
         return ReclaimReport(type(self).__name__, 0, 0, note="nothing to give back in memory")

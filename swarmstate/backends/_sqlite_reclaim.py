@@ -39,7 +39,7 @@ from swarmstate.backends._sqlite import Connection, apsw
 if TYPE_CHECKING:
     from swarmstate.backends.disk import DiskStore
 
-__all__ = ["CHECKPOINT_WAIT", "STEP_SECONDS", "reclaim"]
+__all__ = ["CHECKPOINT_WAIT", "STEP_SECONDS", "footprint", "page_size", "reclaim"]
 
 STEP_SECONDS: Final = 0.005
 """How long one incremental step aims to hold the write lock."""
@@ -48,6 +48,49 @@ CHECKPOINT_WAIT: Final = 0.02
 _FIRST_PAGES, _MIN_PAGES, _MAX_PAGES = 256, 16, 16_384
 _CHECKPOINT_TRIES = 10
 _INCREMENTAL = 2  # PRAGMA auto_vacuum: 0 NONE, 1 FULL, 2 INCREMENTAL
+
+
+def _varint(n: int) -> int:
+    """Length of SQLite's big-endian varint of ``n`` (1 to 9 bytes)."""
+    return 9 if n >= 1 << 56 else max(1, (n.bit_length() + 6) // 7)
+
+
+def _int_bytes(n: int) -> int:
+    """Bytes of a record's INTEGER column holding ``n`` >= 0 (serial types 1 to 6)."""
+    for width in (1, 2, 3, 4, 6):
+        if n < 1 << (8 * width - 1):
+            return width
+    return 8
+
+
+_ROWID = 4  # a rowid of up to 2**28 entries: its varint, and its column in the index
+_POINTER = 2  # each cell's slot in its page's pointer array
+
+
+def footprint(page_size: int, namespace: str, key: str, size: int) -> int:
+    """Bytes one live entry occupies in a DiskStore file, by SQLite's file format.
+
+    Its cell in the ``entries`` table (the record header and columns, the
+    rowid, and the overflow pages a value too large for one page spills
+    into, each counted whole), plus its cell in the ``entries_live`` index.
+    What this leaves out: partly filled pages and interior pages.
+    """
+    ns, k = len(namespace.encode()), len(key.encode())
+    text = _varint(2 * ns + 13) + _varint(2 * k + 13)
+    # entries: id (the rowid, NULL in the record), ns, key, ended (NULL), size, value
+    header = 1 + 1 + text + 1 + 1 + _varint(2 * size + 12)
+    payload = header + ns + k + _int_bytes(size) + size
+    usable = page_size  # no reserved bytes per page in the files DiskStore makes
+    most, least = usable - 35, (usable - 12) * 32 // 255 - 23
+    overflow = 0
+    local = payload
+    if payload > most:
+        local = least + (payload - least) % (usable - 4)
+        local = local if local <= most else least
+        overflow = -(-(payload - local) // (usable - 4))
+    cell = _varint(payload) + _varint(1 << (7 * _ROWID - 1)) + local + (4 if overflow else 0)
+    index = 1 + text + 1 + ns + k + _ROWID  # entries_live: ns, key, rowid
+    return cell + _POINTER + overflow * page_size + _varint(index) + index + _POINTER
 
 
 def file_bytes(path: str) -> int:
@@ -62,6 +105,11 @@ def file_bytes(path: str) -> int:
 def _pragma(conn: Connection, name: str) -> int:
     row = conn.execute(f"PRAGMA {name}").fetchone()
     return 0 if row is None else int(row[0])
+
+
+def page_size(conn: Connection) -> int:
+    """The file's page size in bytes."""
+    return _pragma(conn, "page_size")
 
 
 def reclaim(store: DiskStore, full: bool) -> ReclaimReport:

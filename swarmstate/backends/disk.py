@@ -117,6 +117,7 @@ class DiskStore(BaseStore):
         self.busy_timeout = float(busy_timeout)
         self.readonly = readonly
         self._file = str(self.path)
+        self._page_size: int | None = None
         self._closed = False
         self._reset_process_state()
         process.register(self)
@@ -479,6 +480,12 @@ class DiskStore(BaseStore):
             conn.execute(sql.CLEAR_END)
 
         self._write("clear", body)
+
+    def _footprint(self, namespace: str, key: str, size: int) -> int:
+        """Its table and index cells and overflow pages (see :func:`._sqlite_reclaim.footprint`)."""
+        if self._page_size is None:
+            self._page_size = _sqlite_reclaim.page_size(self._conn())
+        return _sqlite_reclaim.footprint(self._page_size, namespace, key, size)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
         """Free pages back to the file system in short steps (see :mod:`._sqlite_reclaim`).

@@ -78,11 +78,11 @@ class Retention:
 class RetentionReport:
     """What a retention run deleted (or, for a dry run, would delete).
 
-    ``bytes_freed`` counts the deleted entries as stored (namespace, key and
-    value bytes), the store's own overhead aside. A file gives back more than
-    that after :meth:`~swarmstate.backends.disk.DiskStore.reclaim` (row
-    headers, index pages, partly filled pages): the ``retention`` benchmark
-    section measures by how much.
+    ``bytes_freed`` counts what the deleted entries occupy in the store: in a
+    DiskStore their table and index cells and overflow pages, by SQLite's
+    file format, so :meth:`~swarmstate.backends.disk.DiskStore.reclaim` gives
+    back about that much (the ``retention`` benchmark section measures how
+    close); elsewhere their namespace, key and value bytes.
     """
 
     threads_examined: int = 0
@@ -255,14 +255,12 @@ class Retainer:
         namespace = K.scope(thread_id, checkpoint_ns)
         report.checkpoints_deleted = len(doomed)
         report.writes_deleted = sum(len(row.writes) for row in doomed)
-        width = len(namespace)
+        size = self.store._footprint
         report.bytes_freed = sum(
-            row.size
-            + len(row.key)
-            + width
-            + sum(size + len(key) + width for key, size in row.writes)
+            size(namespace, row.key, row.size)
+            + sum(size(namespace, key, n) for key, n in row.writes)
             for row in doomed
-        ) + sum(stored[pair] + len(pair[0]) + len(pair[1]) for pair in unused)
+        ) + sum(size(*pair, stored[pair]) for pair in unused)
         if dry_run:
             return report
         # Oldest first, checkpoints before what they referenced: a reader never
@@ -386,7 +384,7 @@ def _entry_bytes(store: BaseStore, prefix: str) -> int:
         start: str | None = None
         while True:
             page = store.items(namespace, start=start, limit=BATCH, raw=True)
-            total += sum(len(namespace) + len(key) + len(value) for key, value in page)
+            total += sum(store._footprint(namespace, key, len(value)) for key, value in page)
             if len(page) < BATCH:
                 break
             start = page[-1][0] + "\x00"

@@ -19,6 +19,7 @@ from langgraph.types import Command, interrupt
 from test_sharing import assert_every_item_is_needed, chat_graph, everything, talk
 
 import swarmstate as ss
+from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations._lg_guard import GUARDS
 from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
@@ -81,9 +82,10 @@ def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: Mak
     assert_every_item_is_needed(saver, "s")
 
 
-def stored_bytes(contents: dict[str, list[tuple[str, bytes]]]) -> int:
+def footprint(store: ss.BaseStore, contents: dict[str, list[tuple[str, bytes]]]) -> int:
+    """What ``contents`` occupies in ``store``, by the measure retention reports."""
     return sum(
-        len(ns) + len(key) + len(value)
+        store._footprint(ns, key, len(value))
         for ns, items in contents.items()
         if ns != GUARDS
         for key, value in items
@@ -126,13 +128,40 @@ def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
             planned.writes_deleted,
         )
         assert ran.bytes_freed == planned.bytes_freed
-    # bytes_freed is exactly what left the store: namespace, key and value
-    # bytes (the tombstone delete_thread leaves for "b" aside).
+    # bytes_freed is exactly what left the store (the tombstone delete_thread
+    # leaves for "b" aside).
     assert (
-        stored_bytes(contents) - stored_bytes(now_stored()) == done.bytes_freed + done_a.bytes_freed
+        footprint(store, contents) - footprint(store, now_stored())
+        == done.bytes_freed + done_a.bytes_freed
     )
     assert store.namespaces(K.thread_prefix("b")) == []
     assert len(list(saver.list(cfg("a")))) == 2
+
+
+def test_what_retention_reports_freed_is_what_reclaim_gives_back(tmp_path: Path) -> None:
+    # On a DiskStore file: threads expired, then keep_last on the rest.
+    store = DiskStore(tmp_path / "r.db")
+    saver = SwarmStateSaver(store)
+    graph = chat_graph(saver)
+    for turn in range(12):  # turn by turn across the threads, as concurrent users write
+        for thread in range(12):
+            talk(graph, f"t{thread:02d}", 1, start=turn)
+    idle = [f"t{thread:02d}" for thread in range(0, 12, 2)]
+    later = datetime.datetime.now(datetime.UTC) + 2 * DAY
+    before = store.reclaim().bytes_after
+    expired = saver.retain(older_than=DAY, thread_ids=idle, now=later)
+    after = store.reclaim().bytes_after
+    kept = saver.retain(keep_last=2)
+    last = store.reclaim().bytes_after
+    assert expired.threads_deleted == len(idle)
+    assert kept.checkpoints_deleted > 0
+    # One run's pages may hold rows another run deletes later (threads written
+    # turn by turn share pages): a page comes back with the run that empties it.
+    reported, given_back = expired.bytes_freed + kept.bytes_freed, before - last
+    assert 0.8 <= reported / given_back <= 1.2, (reported, given_back)
+    for run, back in ((expired, before - after), (kept, after - last)):
+        assert 0.5 <= run.bytes_freed / back <= 2.0, (run, back)
+    store.close()
 
 
 def test_older_than_deletes_only_threads_idle_that_long(make_store: MakeStore) -> None:
