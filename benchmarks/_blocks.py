@@ -13,7 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from _tables import Fig, Ratio, claim_tables, figures, fmt, metric, pairs, table, times
+from _tables import (
+    Fig,
+    Ratio,
+    claim_tables,
+    figures,
+    fmt,
+    metric,
+    pairs,
+    size,
+    table,
+    times,
+)
 
 _STORE = "SwarmStateSaver(Store)"
 _DISK = "SwarmStateSaver(DiskStore NORMAL)"
@@ -373,6 +384,96 @@ def _architecture(doc: dict[str, Any]) -> list[str]:
     )
 
 
+_GROWTH_SAVERS = (
+    (_STORE, "InMemorySaver"),
+    (_DISK, "SqliteSaver NORMAL"),
+    (_DISK_FULL, _SHIPPED),
+    (_PG, "PostgresSaver"),
+)
+
+
+def _growth_turns(doc: dict[str, Any]) -> int | None:
+    for row in doc["rows"].values():
+        if row.get("section") == "growth" and isinstance(row.get("param"), int):
+            return int(row["param"])
+    return None
+
+
+def _growth(doc: dict[str, Any]) -> list[str]:
+    turns = _growth_turns(doc)
+    if turns is None:
+        return ["The growth section did not run for this results file."]
+    out: list[str] = []
+    for graph, title in (("plain", "`add_messages`"), ("delta", "`DeltaChannel`")):
+        lines = []
+        for pair in _GROWTH_SAVERS:
+            for saver in pair:
+                row = f"growth.{graph}.%s.{saver}"
+                if row % "bytes" not in doc["rows"]:
+                    continue
+                lines.append(
+                    [
+                        saver,
+                        size(metric(doc, row % "bytes", "p50")),
+                        *(fmt(metric(doc, row % w, "p50"), "p50") for w in _GROWTH_CALLS),
+                    ]
+                )
+        heads = ["put", "invoke", "get_state", "history (20)"]
+        out += [
+            f"{title} graph, after {turns:,} turns (rows `growth.{graph}.<what>.<saver>`; "
+            "put and invoke: p50 over the last 10% of turns; reads: p50 after the last):",
+            "",
+            *table(["saver", "stored", *heads], lines),
+            "",
+        ]
+    items: list[Fig | Ratio] = []
+    for ours, peer in _GROWTH_SAVERS:
+        for what in ("bytes", "put"):
+            num, den = f"growth.plain.{what}.{ours}", f"growth.plain.{what}.{peer}"
+            if num in doc["rows"] and den in doc["rows"]:
+                items.append(Ratio(f"{what}, {ours} / {peer}", num, den))
+    return [*out, *figures(doc, items)]
+
+
+_GROWTH_CALLS = ("put", "invoke", "get_state", "history20")
+
+
+def _retention(doc: dict[str, Any]) -> list[str]:
+    disk = "retention.disk"
+    if f"{disk}.bytes.before" not in doc["rows"]:
+        return ["The retention section did not run for this results file."]
+    threads = doc["rows"][f"{disk}.bytes.before"].get("threads")
+    turns = doc["rows"][f"{disk}.bytes.before"].get("turns")
+    items: list[Fig | Ratio] = []
+    for backend in ("disk", "postgres"):
+        b = f"retention.{backend}"
+        if f"{b}.bytes.before" not in doc["rows"]:
+            continue
+        name = "DiskStore" if backend == "disk" else "PostgresStore"
+        items += [
+            Fig(f"{name}: {threads} threads x {turns} turns, stored", f"{b}.bytes.before"),
+            Fig(f"{name}: after expiring the idle ones and `reclaim()`", f"{b}.bytes.after_expiry"),
+            Ratio("… / before", f"{b}.bytes.after_expiry", f"{b}.bytes.before"),
+            Fig(f"{name}: expiry, `bytes_freed` reported", f"{b}.expiry.reported"),
+            Fig(f"{name}: expiry, given back by `reclaim()`", f"{b}.expiry.given_back"),
+            Fig(f"{name}: `keep_last=2`, `bytes_freed` reported", f"{b}.keep_last.reported"),
+            Fig(f"{name}: `keep_last=2`, given back", f"{b}.keep_last.given_back"),
+            Ratio(
+                f"{name}: after writing the expired amount again / before",
+                f"{b}.bytes.after_refill",
+                f"{b}.bytes.before",
+            ),
+            Fig(f"{name}: writer's `put`, nothing else running", f"{b}.writer.put_quiet"),
+            Fig("…", f"{b}.writer.put_quiet", "p99"),
+            Fig("…", f"{b}.writer.put_quiet", "max"),
+            Fig(f"{name}: writer's `put` during retain + reclaim", f"{b}.writer.put_busy"),
+            Fig("…", f"{b}.writer.put_busy", "p99"),
+            Fig("…", f"{b}.writer.put_busy", "max"),
+            Fig(f"{name}: longest step of that `reclaim()`", f"{b}.reclaim.longest_step"),
+        ]
+    return figures(doc, items)
+
+
 # name -> (file under docs/, what goes between its markers)
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "performance.store": ("performance.md", _perf_store),
@@ -385,4 +486,6 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "postgres.costs": ("postgres.md", _postgres),
     "langgraph.costs": ("langgraph.md", _langgraph),
     "architecture.design": ("architecture.md", _architecture),
+    "langgraph.growth": ("langgraph.md", _growth),
+    "retention.costs": ("retention.md", _retention),
 }

@@ -7,7 +7,7 @@ from typing import Any
 
 from _config import FLOOR_MARGIN
 
-LATENCY = ("p50", "p90", "p99", "mean", "min")
+LATENCY = ("p50", "p90", "p99", "mean", "min", "max")
 
 # Titles of the sections' claim tables; a section not listed here is shown by its name.
 SECTION_TITLES = {
@@ -167,15 +167,35 @@ def _stat(name: str) -> str:
     return "ops/s, median round" if name == "median" else name
 
 
+def size(value: float | None) -> str:
+    """Bytes as a reader reads them: ``3.21 MB``, ``412 kB``, ``980 B``."""
+    if value is None:
+        return "not measured"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:,.3g} MB" if abs(value) < 1e9 else f"{value / 1e9:,.3g} GB"
+    return f"{value / 1e3:.3g} kB" if abs(value) >= 1e3 else f"{value:.0f} B"
+
+
+def unit(doc: dict[str, Any], row: str) -> str:
+    return str(doc["rows"].get(row, {}).get("unit", ""))
+
+
 def figures(doc: dict[str, Any], items: list[Fig | Ratio]) -> list[str]:
     lines = []
     for item in items:
         if isinstance(item, Fig):
             value = fmt(metric(doc, item.row, item.metric), item.metric)
-            lines.append([item.what, value, _stat(item.metric), f"`{item.row}`"])
+            stat = _stat(item.metric)
+            if item.metric == "p50":  # a row may say what its one figure is
+                stat = str(doc["rows"].get(item.row, {}).get("statistic", stat))
+            if unit(doc, item.row) == "bytes":
+                value = size(metric(doc, item.row, item.metric))
+            lines.append([item.what, value, stat, f"`{item.row}`"])
         else:
             value = times(ratio_of(doc, item.num, item.den, item.metric))
             stat = f"ratio of {_stat(item.metric)}"
+            if unit(doc, item.num) == "bytes":
+                stat = "ratio"
             lines.append([item.what, value, stat, f"`{item.num}` / `{item.den}`"])
     return table(["what", "value", "statistic", "row"], lines)
 

@@ -153,6 +153,43 @@ def render(results: Path, out: Path) -> list[Path]:
         fig.tight_layout()
         _save(fig, out, f"{group}_scaling", written)
         plt.close(fig)
+
+    # 6. A growing conversation: bytes stored, and put, turn after turn.
+    for graph in ("plain", "delta"):
+        stored = _rows(doc, section="growth", group="bytes", graph=graph)
+        if stored:
+            fig, ax = plt.subplots(figsize=(6.4, 4))
+            for _, row in sorted(stored, key=lambda r: str(r[1]["subject"])):
+                pts = sorted((int(t), v) for t, v in row.get("bytes_at", {}).items())
+                ax.plot(
+                    [t for t, _ in pts], [v / 1e6 for _, v in pts], marker="o", label=row["subject"]
+                )
+            ax.set(
+                yscale="log",
+                xlabel="turns",
+                ylabel="MB stored",
+                title=f"Bytes stored as a conversation grows ({graph} graph)",
+            )
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            _save(fig, out, f"growth_bytes_{graph}", written)
+            plt.close(fig)
+        puts = _rows(doc, section="growth", group="put", graph=graph)
+        if puts:
+            fig, ax = plt.subplots(figsize=(6.4, 4))
+            for _, row in sorted(puts, key=lambda r: str(r[1]["subject"])):
+                by_turn = row.get("by_turn", [])
+                ax.plot(range(1, len(by_turn) + 1), by_turn, linewidth=1, label=row["subject"])
+            ax.set(
+                yscale="log",
+                xlabel="turn",
+                ylabel="µs, p50 of the turn's puts",
+                title=f"put as a conversation grows ({graph} graph)",
+            )
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            _save(fig, out, f"growth_put_{graph}", written)
+            plt.close(fig)
     return written
 
 

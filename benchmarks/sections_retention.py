@@ -14,8 +14,8 @@ one store, most of them idle. On the quiet store:
 Then a writer in another process (what ``swarmstate prune --reclaim`` meets
 while graphs run) invokes turns while ``retain`` and ``reclaim()`` run on
 the same store: its ``put`` median, p99 and longest then
-(``writer.put_*_busy``) against the same with nothing else running
-(``writer.put_*_quiet``), and the reclaim's longest step.
+(``writer.put_busy``) against the same with nothing else running
+(``writer.put_quiet``), and the reclaim's longest step.
 
 Claims (DiskStore): the file after expiring 80% of the threads at most 0.3x
 its size before; the report within 20% of what the file gives back (it
@@ -143,7 +143,7 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
     def row(what: str, value: float, unit: str = "bytes", **extra: Any) -> None:
         res.add(
             f"{base}.{what}",
-            {"unit": unit, "p50": value, "rounds_p50": [value], **extra},
+            {"unit": unit, "p50": value, "rounds_p50": [value], "statistic": "one run", **extra},
             group=what,
             **one,
         )
@@ -182,9 +182,16 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
     )
     reclaim = during[1]
     for name, waits in (("quiet", quiet), ("busy", busy)):
-        row(f"writer.put_p50_{name}", statistics.median(waits) / 1e3, "us", puts=len(waits))
-        row(f"writer.put_p99_{name}", _p99(waits) / 1e3, "us", puts=len(waits))
-        row(f"writer.put_max_{name}", max(waits) / 1e3, "us", puts=len(waits))
+        p50 = statistics.median(waits) / 1e3
+        row(
+            f"writer.put_{name}",
+            p50,
+            "us",
+            p99=_p99(waits) / 1e3,
+            max=max(waits) / 1e3,
+            puts=len(waits),
+            statistic=f"p50 of {len(waits):,} puts",
+        )
     row("reclaim.longest_step", reclaim.longest_step_seconds * 1e6, "us", steps=reclaim.steps)
     row("reclaim.seconds", reclaim.seconds * 1e6, "us")
     claims: list[tuple[str, str, str, str, float, str]] = [

@@ -235,7 +235,7 @@ def test_every_block_cites_rows_that_exist() -> None:
         assert "not measured" not in block, f"block {name} cites a row the results file lacks"
 
 
-ROW_ID = re.compile(r"`((?:core|disk|durable|memory|postgres|growth)\.[^`]+)`")
+ROW_ID = re.compile(r"`((?:core|disk|durable|memory|postgres|growth|workers|retention)\.[^`]+)`")
 
 
 def test_every_row_id_cited_in_the_docs_exists() -> None:
@@ -259,6 +259,7 @@ BLOCK = re.compile(r"<!-- results:(?:[\w.]+:)?begin -->.*?<!-- results:(?:[\w.]+
         "postgres.md",
         "langgraph.md",
         "architecture.md",
+        "retention.md",
     ],
 )
 def test_docs_quote_no_figures_outside_generated_blocks(name: str) -> None:

@@ -72,8 +72,18 @@ def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: Mak
         for ns in before
     }
     state = graph.get_state(cfg("s")).values
+
+    def tuples() -> list[Any]:
+        return [
+            SwarmStateSaver(saver.store).get_tuple(cfg("s", checkpoint_ns=ns, checkpoint_id=id_))
+            for ns, ids in newest.items()
+            for id_ in ids
+        ]
+
+    kept = tuples()
     report = saver.retain(keep_last=3)
     assert count_by_namespace(saver, "s") == {ns: 3 for ns in before}
+    assert tuples() == kept  # a kept checkpoint reads back exactly as before
     for ns, ids in newest.items():
         assert [t.checkpoint["id"] for t in saver.list(cfg("s", checkpoint_ns=ns))] == ids
     assert report.checkpoints_deleted == sum(before.values()) - 6
