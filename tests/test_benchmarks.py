@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _harness as harness  # noqa: E402
+import compare  # noqa: E402
 import report  # noqa: E402
 from _config import Config  # noqa: E402
 from _results import Results  # noqa: E402
@@ -182,6 +183,18 @@ def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() ->
     reachable = res.claim("x.b", "ours / peer", "ours", "peer", 1.2, floor="floor")
     assert reachable["verdict"] == "holds"
     assert res.claims[-1] is reachable
+
+
+def test_two_runs_agree_within_each_others_spread_or_by_a_margin_for_one_round() -> None:
+    def claim(ratio: float, q1: float, q3: float, rounds: int) -> dict[str, Any]:
+        return {"ratio": ratio, "q1": q1, "q3": q3, "rounds": rounds}
+
+    assert compare.agree(claim(1.0, 0.9, 1.1, 40), claim(1.05, 0.95, 1.2, 40))
+    assert not compare.agree(claim(1.0, 0.9, 1.1, 40), claim(1.15, 1.12, 1.2, 40))
+    # each within the other's spread: a wide spread does not excuse a narrow one
+    assert not compare.agree(claim(1.0, 0.99, 1.01, 40), claim(1.05, 0.8, 1.2, 40))
+    assert compare.agree(claim(0.228, 0.228, 0.228, 1), claim(0.231, 0.231, 0.231, 1))
+    assert not compare.agree(claim(0.228, 0.228, 0.228, 1), claim(0.26, 0.26, 0.26, 1))
 
 
 def test_docs_tables_match_the_results_file() -> None:
