@@ -155,40 +155,29 @@ def render(results: Path, out: Path) -> list[Path]:
         plt.close(fig)
 
     # 6. A growing conversation: bytes stored, and put, turn after turn.
+    def by_turn(row: dict[str, Any]) -> tuple[list[int], list[float]]:
+        if row["group"] == "bytes":
+            pts = sorted((int(t), v / 1e6) for t, v in row.get("bytes_at", {}).items())
+            return [t for t, _ in pts], [v for _, v in pts]
+        values = list(row.get("by_turn", []))
+        return list(range(1, len(values) + 1)), values
+
     for graph in ("plain", "delta"):
-        stored = _rows(doc, section="growth", group="bytes", graph=graph)
-        if stored:
+        for what, ylabel, title in (
+            ("bytes", "MB stored", "Bytes stored as a conversation grows"),
+            ("put", "µs, p50 of the turn's puts", "put as a conversation grows"),
+        ):
+            rows = sorted(_rows(doc, section="growth", group=what, graph=graph), key=str)
+            if not rows:
+                continue
             fig, ax = plt.subplots(figsize=(6.4, 4))
-            for _, row in sorted(stored, key=lambda r: str(r[1]["subject"])):
-                pts = sorted((int(t), v) for t, v in row.get("bytes_at", {}).items())
-                ax.plot(
-                    [t for t, _ in pts], [v / 1e6 for _, v in pts], marker="o", label=row["subject"]
-                )
-            ax.set(
-                yscale="log",
-                xlabel="turns",
-                ylabel="MB stored",
-                title=f"Bytes stored as a conversation grows ({graph} graph)",
-            )
+            for _, row in rows:
+                xs, ys = by_turn(row)
+                ax.plot(xs, ys, marker="o" if what == "bytes" else None, label=row["subject"])
+            ax.set(yscale="log", xlabel="turns", ylabel=ylabel, title=f"{title} ({graph} graph)")
             ax.legend(fontsize=7)
             fig.tight_layout()
-            _save(fig, out, f"growth_bytes_{graph}", written)
-            plt.close(fig)
-        puts = _rows(doc, section="growth", group="put", graph=graph)
-        if puts:
-            fig, ax = plt.subplots(figsize=(6.4, 4))
-            for _, row in sorted(puts, key=lambda r: str(r[1]["subject"])):
-                by_turn = row.get("by_turn", [])
-                ax.plot(range(1, len(by_turn) + 1), by_turn, linewidth=1, label=row["subject"])
-            ax.set(
-                yscale="log",
-                xlabel="turn",
-                ylabel="µs, p50 of the turn's puts",
-                title=f"put as a conversation grows ({graph} graph)",
-            )
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            _save(fig, out, f"growth_put_{graph}", written)
+            _save(fig, out, f"growth_{what}_{graph}", written)
             plt.close(fig)
     return written
 
