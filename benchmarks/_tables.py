@@ -63,7 +63,9 @@ def ratio(value: float | None) -> str:
 def times(value: float | None) -> str:
     if value is None:
         return "not measured"
-    return f"{value:,.0f}x" if value >= 100 else f"{value:.2f}x"
+    if value >= 100:
+        return f"{value:,.0f}x"
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.3g}x"
 
 
 def fmt(value: float | None, metric: str) -> str:
@@ -123,7 +125,8 @@ def claim_tables(claims: list[dict[str, Any]], *, rows: bool) -> list[str]:
                 verdict(claim, after=claim.get("restated_as") not in seen),
             ]
             if rows:
-                line.append(f"`{claim['numerator']}` / `{claim['denominator']}`")
+                den = " / ".join(f"`{part}`" for part in claim["denominator"].split(" / "))
+                line.append(f"`{claim['numerator']}` / {den}")
             lines.append(line)
         out += [f"**{SECTION_TITLES.get(section, section)}**", ""]
         out += table(header + (["rows"] if rows else []), lines)

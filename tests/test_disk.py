@@ -441,6 +441,55 @@ def test_threads_share_one_store(db: Path) -> None:
     store.close()
 
 
+def test_threads_that_come_and_go_reuse_the_connections_of_ended_ones(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LangGraph writes checkpoints from a new executor's threads on every invoke.
+    store = DiskStore(db)
+    store.set("ns", "warm", 0)
+    used: list[apsw.Connection] = []
+    opened: list[str] = []
+    real_open = _sqlite.open_connection
+    monkeypatch.setattr(_sqlite, "open_connection", lambda p: (opened.append(p), real_open(p))[1])
+
+    def write(key: str) -> None:
+        store.set("ns", key, 1)
+        used.append(store._conn())
+
+    for round_ in range(10):
+        pair = [threading.Thread(target=write, args=(f"{round_}.{n}",)) for n in range(2)]
+        for thread in pair:  # two at a time, as an executor's workers run
+            thread.start()
+        for thread in pair:
+            thread.join()
+    assert len(used) == 20
+    assert 1 <= len(opened) <= 2  # two threads at a time: at most two connections, reused
+    assert len(store._conns) <= 3  # with the main thread's
+    assert store.count("ns") == 21
+    store.close()
+
+
+def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
+    store = DiskStore(db)
+    left: list[apsw.Connection] = []
+
+    def abandon() -> None:
+        conn = store._conn()
+        conn.execute("BEGIN")  # a thread that ended mid-transaction (it cannot happen
+        left.append(conn)  # through the store's API, which always ends its own)
+
+    thread = threading.Thread(target=abandon)
+    thread.start()
+    thread.join()
+    got: list[apsw.Connection] = []
+    thread = threading.Thread(target=lambda: (store.set("ns", "k", 1), got.append(store._conn())))
+    thread.start()
+    thread.join()
+    assert got[0] is not left[0]
+    assert store.get("ns", "k") == 1
+    store.close()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
     store = DiskStore(db)

@@ -4,7 +4,8 @@ Values and every row version a retained snapshot needs live in one table
 (see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: each
-thread gets its own connection, writes take the write lock up front
+thread gets its own connection (a new thread takes over one whose thread
+has ended), writes take the write lock up front
 (``BEGIN IMMEDIATE``), and a process that forks opens fresh connections.
 
 Fork and closing from other threads: see :mod:`swarmstate.backends._disk_process`.
@@ -51,6 +52,10 @@ __all__ = ["DiskStore"]
 _T = TypeVar("_T")
 _Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
+
+
+IDLE_CONNECTIONS = 8
+"""Connections of ended threads kept open for new threads to take over."""
 
 
 class DiskStore(BaseStore):
@@ -222,6 +227,10 @@ class DiskStore(BaseStore):
                 "in this process will always see that write's lock as taken; use the file "
                 "from a process started with spawn or forkserver, or fork when no write runs"
             )
+        adopted = None if self.readonly else self._adopt()
+        if adopted is not None:
+            self._local.conn = adopted
+            return adopted
         try:
             if self.readonly:
                 conn, self._local.stamp = ro.open_readonly(self._file)
@@ -237,9 +246,14 @@ class DiskStore(BaseStore):
                 conn.close()
                 raise self._closed_error()
             alive = []
+            idle = 0
             for thread_ref, other in self._conns:
                 thread = thread_ref()
-                if thread is None or not thread.is_alive() or thread is current:
+                ended = thread is None or not thread.is_alive()
+                if ended and idle < IDLE_CONNECTIONS and not other.in_transaction:
+                    idle += 1  # kept for the next new thread (see _adopt)
+                    alive.append((thread_ref, other))
+                elif ended or thread is current:
                     # Its thread is gone, or this one replaces it (a read-only
                     # connection that went stale): nothing else can be using it.
                     with suppress(apsw.Error):
@@ -250,6 +264,26 @@ class DiskStore(BaseStore):
             self._conns = alive
         self._local.conn = conn
         return conn
+
+    def _adopt(self) -> Connection | None:
+        """The connection of a thread that has ended, now this thread's; None if there is none.
+
+        LangGraph runs a graph's checkpoint writes on the threads of an
+        executor made for each ``invoke``: without this, every ``invoke``
+        would open (and parse the schema of) a new connection per thread.
+        A connection left inside a transaction is not taken (opening a new
+        one closes it).
+        """
+        current = threading.current_thread()
+        with self._conns_lock:
+            if self._closed:
+                raise self._closed_error()
+            for i, (thread_ref, conn) in enumerate(self._conns):
+                thread = thread_ref()
+                if (thread is None or not thread.is_alive()) and not conn.in_transaction:
+                    self._conns[i] = (weakref.ref(current), conn)
+                    return conn
+        return None
 
     def close(self) -> None:
         """Close every connection this store opened in this process; idempotent.
