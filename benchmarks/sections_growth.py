@@ -16,7 +16,8 @@ the last turn (SQLite: database plus WAL after a ``TRUNCATE`` checkpoint;
 PostgreSQL: relation sizes; memory: serialized bytes kept), and bytes at
 intermediate turns for the chart; ``put`` and ``invoke`` percentiles over
 the last 10% of turns; ``get_state`` and ``history20``
-(``get_state_history(limit=20)``) percentiles after the last turn. Graphs:
+(``get_state_history(limit=20)``) percentiles after the last turn, each of
+ours timed beside its peer. Graphs:
 ``plain`` (``add_messages``) and ``delta`` (the same messages through
 LangGraph's beta ``DeltaChannel``).
 
@@ -25,6 +26,7 @@ Run alone: ``python benchmarks/sections_growth.py --turns 200 [--pg-dsn ...]``.
 
 import contextlib
 import functools
+import gc
 import random
 import sqlite3
 import statistics
@@ -39,6 +41,7 @@ __all__ = ["GrowthConfig", "Saver", "conversation", "run_growth", "section_growt
 
 VOCABULARY = 20_000
 HISTORY_LIMIT = 20
+STATE_CALLS = 5  # get_state calls per saver and round (their median is the round's)
 
 
 @dataclass
@@ -429,19 +432,36 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
 def _reads(
     cfg: GrowthConfig, savers: list[Saver], graphs: list[Any], config: Any
 ) -> list[dict[str, Any]]:
-    """``get_state`` and ``get_state_history(limit=20)`` of the final thread, interleaved."""
+    """``get_state`` and ``get_state_history(limit=20)`` of the final thread, paired.
+
+    Each of ours is timed right beside its peer (which goes first alternates by
+    round; a round's ``get_state`` is the median of five calls), so a per-round
+    ratio compares two calls made under the same conditions rather than calls
+    seven savers apart. Every call starts after a
+    collection with no earlier result alive: twenty 800-message states held
+    while the next call builds its own make the cyclic collector's full passes
+    land on whichever call comes second (2.5x slower, whichever saver it is).
+    """
     state_ns: list[list[int]] = [[] for _ in savers]
     history_ns: list[list[int]] = [[] for _ in savers]
     for round_no in range(cfg.reads):
-        order = range(len(savers)) if round_no % 2 == 0 else reversed(range(len(savers)))
-        for i in order:
-            start = time.perf_counter_ns()
-            graphs[i].get_state(config)
-            state_ns[i].append(time.perf_counter_ns() - start)
-            start = time.perf_counter_ns()
-            history = list(graphs[i].get_state_history(config, limit=HISTORY_LIMIT))
-            history_ns[i].append(time.perf_counter_ns() - start)
-            assert len(history) == HISTORY_LIMIT
+        for group in _read_groups(savers):
+            order = group if round_no % 2 == 0 else group[::-1]
+            for i in order:
+                gc.collect()
+                calls = []
+                for _ in range(STATE_CALLS):
+                    start = time.perf_counter_ns()
+                    graphs[i].get_state(config)
+                    calls.append(time.perf_counter_ns() - start)
+                state_ns[i].append(int(statistics.median(calls)))
+            for i in order:
+                gc.collect()
+                start = time.perf_counter_ns()
+                history = list(graphs[i].get_state_history(config, limit=HISTORY_LIMIT))
+                history_ns[i].append(time.perf_counter_ns() - start)
+                assert len(history) == HISTORY_LIMIT
+                del history
     return [
         {
             "get_state": {
@@ -455,6 +475,14 @@ def _reads(
         }
         for i in range(len(savers))
     ]
+
+
+def _read_groups(savers: list[Saver]) -> list[list[int]]:
+    """Savers timed back to back: each of ours with its peer, the others alone."""
+    index = {saver.name: i for i, saver in enumerate(savers)}
+    groups = [[index[a], index[b]] for a, b in PEERS.items() if a in index and b in index]
+    paired = {i for group in groups for i in group}
+    return groups + [[i] for i in range(len(savers)) if i not in paired]
 
 
 def main(argv: list[str] | None = None) -> int:
