@@ -546,7 +546,7 @@ def section_growth(cfg: Any, res: Any, workdir: Path) -> None:
     growth = GrowthConfig(
         turns=turns,
         seed=cfg.seed,
-        reads=9 if cfg.quick else 15,
+        reads=15,
         marks=(*(m for m in (10, 25, 50, 100, 150, 200) if m < turns), turns),
         pg_dsn=cfg.pg_dsn,
     )
