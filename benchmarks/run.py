@@ -23,7 +23,6 @@ listed in ``SECTIONS`` below.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import importlib
 import json
 import multiprocessing
@@ -31,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,18 +73,37 @@ def _in_own_process(name: str, cfg: Config, workdir: Path) -> tuple[Any, Any, An
     Every section starts from the same empty heap: the objects an earlier
     section left alive make the cyclic collector's full passes longer and
     move when they fall, which slowed one contender of a read by up to 1.7x
-    and not its peer (the growth section's ``get_state_history`` rows).
+    and not its peer (the growth section's ``get_state_history`` rows). A
+    plain spawned process, not a process pool: the sections start processes
+    of their own, and a pool's worker made the core section's microsecond
+    calls 1.5x slower than the same calls here.
     """
     spawn = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
-        return pool.submit(_section_rows, name, cfg, workdir).result()
+    receive, send = spawn.Pipe(duplex=False)
+    child = spawn.Process(target=_section_rows, args=(name, cfg, workdir, send))
+    child.start()
+    send.close()
+    try:
+        outcome = receive.recv()
+    except EOFError:
+        outcome = ("error", f"the process running section {name} ended without a result")
+    finally:
+        child.join()
+    if outcome[0] == "error":
+        raise RuntimeError(f"section {name} failed: {outcome[1]}")
+    return outcome[1]
 
 
-def _section_rows(name: str, cfg: Config, workdir: Path) -> tuple[Any, Any, Any]:
+def _section_rows(name: str, cfg: Config, workdir: Path, send: Any) -> None:
     res = Results()
-    section(name)(cfg, res, workdir)
-    sys.stdout.flush()
-    return res.rows, res.claims, res.skipped
+    try:
+        section(name)(cfg, res, workdir)
+    except BaseException:
+        send.send(("error", traceback.format_exc()))
+        raise
+    finally:
+        sys.stdout.flush()
+    send.send(("ok", (res.rows, res.claims, res.skipped)))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
