@@ -122,3 +122,10 @@ def test_the_contract_modules_export_what_they_define_sorted(name: str) -> None:
             defined.update(t.id for t in targets if isinstance(t, ast.Name))
     assert set(exported) == {n for n in defined if not n.startswith("_")}
     assert _imported_from(f"swarmstate.{name}") <= set(exported)
+
+
+def test_docs_exceptions_has_a_row_for_every_exported_error() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "exceptions.md").read_text()
+    rows = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `")}
+    errors = {name for name in ss.__all__ if name.endswith("Error") and name != "SwarmStateError"}
+    assert errors <= rows, f"docs/exceptions.md lacks {sorted(errors - rows)}"
