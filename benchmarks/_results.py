@@ -210,27 +210,3 @@ class Results:
             entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured")
             entry["note"] = f"the floor row {floor} was not measured in the same rounds"
         self.claims.append(entry)
-
-    def limit(
-        self,
-        issue: int,
-        claim: str,
-        numerator: str,
-        denominator: str,
-        bound: float,
-        *,
-        metric: str = "p50",
-        op: str = "<=",
-        floor: str | tuple[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """The older way to record a claim; kept so a section written against it still runs.
-
-        The issue number is not shown anywhere (users never see the
-        tracker); ``metric`` is implied by the rows (latency rows pair their
-        per-round p50s, throughput rows their per-round rates).
-        """
-        del issue, metric
-        slug = "".join(c if c.isalnum() else "-" for c in claim.lower()).strip("-")
-        section = numerator.split(".", 1)[0]
-        return self.claim(f"{section}.{slug}", claim, numerator, denominator, bound,
-                          op=op, floor=floor)  # fmt: skip
