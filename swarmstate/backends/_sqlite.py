@@ -146,6 +146,17 @@ INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?
 ON CONFLICT (ns, key) WHERE ended IS NULL
 DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {_FLOOR}
 """
+# PUT_FAST on the condition that (?5, ?6) has no live value, in the same
+# statement: a conditional write of one row as one autocommit transaction.
+# changes() == 0 when the condition fails or PUT_FAST would change nothing;
+# the caller then takes the checked path in a transaction of its own.
+PUT_FAST_UNLESS = f"""
+INSERT INTO entries (id, ns, key, size, value)
+SELECT {_NEXT_ID}, ?1, ?2, ?3, ?4
+WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?5 AND key = ?6 AND ended IS NULL)
+ON CONFLICT (ns, key) WHERE ended IS NULL
+DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {_FLOOR}
+"""
 END_OLD = f"""
 UPDATE entries SET ended = {_EPOCH}
 WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id < {_FLOOR}

@@ -31,7 +31,7 @@ from swarmstate._base import (
     prefix_upper_bound,
     sorted_diff,
 )
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
     InvalidArgumentError,
@@ -453,6 +453,25 @@ class DiskStore(BaseStore):
                     raise self._fail(exc, "write") from exc
         self._write("write", lambda c: _put(c, [params]))
 
+    def _put_unless(self, params: _Params, pair: Pair) -> bool:
+        """Write one row if ``pair`` has no live value, as one statement; whether it did.
+
+        False leaves everything as it was: the condition failed, or the row
+        needs the snapshot-aware path, or the file was busy. The caller then
+        runs the checked write in a transaction of its own, which tells these
+        apart. One statement instead of four is what makes a guarded
+        checkpoint write cost what an unguarded one does.
+        """
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                conn.execute(sql.PUT_FAST_UNLESS, (*params, *pair))
+                return bool(conn.changes())
+            except (apsw.Error, UnicodeEncodeError) as exc:
+                if not isinstance(exc, apsw.BusyError):
+                    raise self._fail(exc, "write") from exc
+        return False
+
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
         params = [(k[0], k[1], len(data), data) for k, data in rows]
         put = _put_if_absent if if_absent else _put
@@ -465,6 +484,15 @@ class DiskStore(BaseStore):
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
         params = [(k[0], k[1], len(data), data) for k, data in rows]
+        if (
+            len(params) == 1
+            and not ensure
+            and not if_absent
+            and len(require) == 1
+            and require[0][1] is ABSENT
+            and self._put_unless(params[0], require[0][0])
+        ):
+            return 1
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
         put = _put_if_absent if if_absent else _put
 

@@ -112,7 +112,9 @@ def delta_history(
         seen.add(cursor)
         decoded = _decode(serde, thread_id, checkpoint_ns, cursor, group[0])
         try:
-            pending = R.pending_writes(serde, group[1], remaining) if group[1] else []
+            pending = (
+                R.pending_writes(serde, values.reviver, group[1], remaining) if group[1] else []
+            )
         except CorruptDataError as exc:
             raise R.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
         for write in reversed(pending):

@@ -35,7 +35,8 @@ costs at most a miss).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, Generic, TypeVar
 
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -43,9 +44,14 @@ from pydantic import BaseModel
 
 from swarmstate.integrations import _lg_lists as L
 
-__all__ = ["Memo"]
+__all__ = ["STRICT", "Generations", "Memo"]
 
-_STRICT: Final = (
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_MISSING: Final = object()
+
+# Packing options under which only plain data of exact builtin types packs.
+STRICT: Final = (
     ormsgpack.OPT_PASSTHROUGH_DATACLASS
     | ormsgpack.OPT_PASSTHROUGH_DATETIME
     | ormsgpack.OPT_PASSTHROUGH_ENUM
@@ -69,14 +75,49 @@ def _eligible(cls: type) -> bool:
     )
 
 
+class Generations(Generic[_K, _V]):
+    """A map bounded by bytes, as two generations.
+
+    A hit in the old generation moves the entry to the young one; when the
+    young one holds half the budget it becomes the old one, and the old one
+    is dropped. ``cost`` says what an entry costs. No lock: dict operations
+    are atomic, and a race costs at most a miss.
+    """
+
+    def __init__(self, budget: int, cost: Callable[[_K, _V], int]) -> None:
+        self.budget = budget
+        self._half = budget // 2
+        self._cost = cost
+        self._young: dict[_K, _V] = {}
+        self._old: dict[_K, _V] = {}
+        self._young_size = 0
+
+    def __contains__(self, key: _K) -> bool:
+        return key in self._young or key in self._old
+
+    def get(self, key: _K, default: Any = None) -> Any:
+        found = self._young.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._old.get(key, _MISSING)
+            if found is _MISSING:
+                return default
+            self.put(key, found)  # type: ignore[arg-type]
+        return found
+
+    def put(self, key: _K, value: _V) -> None:
+        if self._young_size > self._half:
+            self._old, self._young, self._young_size = self._young, {}, 0
+        self._young[key] = value
+        self._young_size += self._cost(key, value)
+
+
 class Memo:
     """Content of list items -> the serializer's bytes of them."""
 
     def __init__(self, budget: int) -> None:
-        self._half = budget // 2
-        self._young: dict[tuple[type, bytes], bytes] = {}
-        self._old: dict[tuple[type, bytes], bytes] = {}
-        self._young_size = 0
+        self._bytes: Generations[tuple[type, bytes], bytes] = Generations(
+            budget, lambda key, encoded: len(key[1]) + len(encoded)
+        )
         self._classes: dict[type, bool] = {}
 
     def serialize(self, serde: Any, items: list[Any]) -> bytes | None:
@@ -90,7 +131,7 @@ class Memo:
             not isinstance(serde, JsonPlusSerializer)
             or type(serde).dumps_typed is not JsonPlusSerializer.dumps_typed
             or len(items) < _MIN_ITEMS
-            or not self._half
+            or not self._bytes.budget
         ):
             return None
         classes = self._classes
@@ -100,7 +141,7 @@ class Memo:
                 eligible = classes[cls] = _eligible(cls)
             if not eligible:
                 return None
-        packb, strict = ormsgpack.packb, _STRICT
+        packb, strict = ormsgpack.packb, STRICT
         try:
             keys = [
                 (type(item), packb([item.__dict__, item.__pydantic_extra__], option=strict))
@@ -108,16 +149,9 @@ class Memo:
             ]
         except TypeError:  # a value of another type than plain data: not keyed
             return None
-        young, old = self._young, self._old
-        parts: list[bytes | None] = [young.get(key) for key in keys]
+        known = self._bytes
+        parts: list[bytes | None] = [known.get(key) for key in keys]
         missed = [index for index, part in enumerate(parts) if part is None]
-        if missed:
-            for index in missed:
-                found = old.get(keys[index])
-                if found is not None:
-                    parts[index] = found
-                    self._keep(keys[index], found)
-            missed = [index for index in missed if parts[index] is None]
         if missed:
             kind, data = serde.dumps_typed([items[index] for index in missed])
             if kind != "msgpack":
@@ -127,11 +161,5 @@ class Memo:
                 return None
             for index, encoded in zip(missed, fresh, strict=True):
                 parts[index] = encoded
-                self._keep(keys[index], encoded)
+                known.put(keys[index], encoded)
         return L.header(len(items)) + b"".join(parts)  # type: ignore[arg-type]
-
-    def _keep(self, key: tuple[type, bytes], encoded: bytes) -> None:
-        if self._young_size > self._half:
-            self._old, self._young, self._young_size = self._young, {}, 0
-        self._young[key] = encoded
-        self._young_size += len(key[1]) + len(encoded)

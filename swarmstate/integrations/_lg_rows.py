@@ -19,6 +19,7 @@ from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_revive import Reviver
 from swarmstate.integrations._lg_values import Head, Values
 
 __all__ = ["Found", "Pending", "complete", "corrupt", "decode", "fold", "groups", "pending_writes"]
@@ -73,7 +74,7 @@ def groups(
 
 
 def pending_writes(
-    serde: Any, writes: list[Any], channels: Collection[str] | None = None
+    serde: Any, reviver: Reviver, writes: list[Any], channels: Collection[str] | None = None
 ) -> list[tuple[str, str, Any]]:
     """Decode stored pending writes into LangGraph's ``(task id, channel, value)``, in order.
 
@@ -102,9 +103,9 @@ def pending_writes(
         if channels is None or write[3] in channels:
             decoded.append(write)
     decoded.sort(key=lambda w: (w[2], w[0], w[1]))
-    revive = serde.loads_typed
+    revive = reviver.loads
     try:
-        return [(w[0], w[3], revive((w[4], w[5]))) for w in decoded]
+        return [(w[0], w[3], revive(serde, (w[4], w[5]))) for w in decoded]
     except Exception as exc:  # any failure to decode stored bytes means they are damaged
         raise CorruptDataError(
             f"a pending write's value does not decode ({type(exc).__name__}: {exc})"
@@ -141,7 +142,7 @@ def decode(
         if filter and not C.matches(E.head(serde, entry)[0], filter):
             return None
         decoded = E.decode(serde, entry)
-        pending = pending_writes(serde, writes) if writes else []
+        pending = pending_writes(serde, values.reviver, writes) if writes else []
     except CorruptDataError as exc:
         raise corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
     checkpoint = decoded.checkpoint

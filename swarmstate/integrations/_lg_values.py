@@ -52,6 +52,7 @@ from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_lists as L
 from swarmstate.integrations._lg_memo import Memo
+from swarmstate.integrations._lg_revive import Reviver
 
 __all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Values"]
 
@@ -126,7 +127,8 @@ class Values:
     def __init__(self, store: BaseStore, cache_bytes: int) -> None:
         self.store = store
         self._listings = _Listings(cache_bytes // 2)
-        self._memo = Memo(cache_bytes // 2)
+        self._memo = Memo(cache_bytes // 4)
+        self.reviver = Reviver(cache_bytes // 4)
         self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -269,7 +271,7 @@ class Values:
         for (context, checkpoint, _), mine in zip(found, names, strict=True):
             channel_values: dict[str, Any] = {}
             for channel, pair in mine:
-                value = _decode(serde, pair, blobs, listings, context)
+                value = _decode(self.reviver, serde, pair, blobs, listings, context)
                 if value is not _ABSENT:
                     channel_values[channel] = value
             checkpoint["channel_values"] = channel_values
@@ -279,7 +281,7 @@ class Values:
         blobs, listings = self._resolve(wanted)
         out: dict[Pair, Any] = {}
         for pair, (context, _) in wanted.items():
-            value = _decode(serde, pair, blobs, listings, context)
+            value = _decode(self.reviver, serde, pair, blobs, listings, context)
             if value is not _ABSENT:
                 out[pair] = value
         return out
@@ -435,6 +437,7 @@ class Values:
 
 
 def _decode(
+    reviver: Reviver,
     serde: Any,
     pair: Pair,
     blobs: dict[Pair, tuple[str, bytes]],
@@ -445,9 +448,9 @@ def _decode(
     try:
         listing = listings.get(pair)
         if listing is not None:
-            return serde.loads_typed(("msgpack", listing.data))
+            return reviver.loads(serde, ("msgpack", listing.data))
         if pair in blobs:
-            return serde.loads_typed(blobs[pair])
+            return reviver.loads(serde, blobs[pair])
     except Exception as exc:  # stored bytes that do not decode are damaged
         raise _corrupt(*context, _channel_of(pair), exc) from exc
     return _ABSENT

@@ -65,6 +65,7 @@ try:
     from swarmstate.integrations._lg_guard import Guards
     from swarmstate.integrations._lg_operations import ThreadMethods
     from swarmstate.integrations._lg_retention import Retainer, Retention, RetentionReport
+    from swarmstate.integrations._lg_revive import msgpack_as_jsonplus
     from swarmstate.integrations._lg_values import Head, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -95,6 +96,7 @@ class _StrictSerializer(JsonPlusSerializer):
     turned back into objects, whatever module they name.
     """
 
+    @msgpack_as_jsonplus
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         if data[0] == "json":
             return json.loads(data[1])

@@ -45,6 +45,24 @@ def test_a_broken_condition_writes_nothing(store: ss.BaseStore, condition: Any) 
     assert everything(store) == before
 
 
+def test_one_row_on_the_condition_that_another_key_is_absent(store: ss.BaseStore) -> None:
+    """The shape of every unclaimed checkpoint write (DiskStore runs it as one statement)."""
+    store.set("guard", "taken", 1)
+    before = everything(store)
+    with pytest.raises(ss.ConflictError, match="'taken'"):
+        store.set_many([("ns", "k", 1)], require=[("guard", "taken", ss.ABSENT)])
+    assert everything(store) == before
+    assert store.set_many([("ns", "k", 1)], require=[("guard", "free", ss.ABSENT)]) == 1
+    snap = store.snapshot()
+    # The current row is one the snapshot needs: it is kept for it, not overwritten.
+    assert store.set_many([("ns", "k", 2)], require=[("guard", "free", ss.ABSENT)]) == 1
+    assert store.set_many([("ns", "k", 3)], require=[("guard", "free", ss.ABSENT)]) == 1
+    assert store.get("ns", "k") == 3
+    store.restore(snap)
+    assert store.get("ns", "k") == 1
+    assert store.get("guard", "free") is None
+
+
 def test_a_condition_alone_is_a_consistent_check(store: ss.BaseStore) -> None:
     store.set("ns", "k", 1)
     assert store.set_many([], require=[("ns", "k", ss.PRESENT)]) == 0
