@@ -456,10 +456,11 @@ def _growth(doc: dict[str, Any]) -> list[str]:
                         *(fmt(metric(doc, row % w, "p50"), "p50") for w in _GROWTH_CALLS),
                     ]
                 )
-        heads = ["put", "invoke", "get_state", "history (20)"]
+        heads = ["put", "invoke", "get_state", "history (20)", "first get_state"]
         out += [
             f"{title} graph, after {turns:,} turns (rows `growth.{graph}.*`; "
-            "put and invoke: p50 over the last 10% of turns; reads: p50 after the last):",
+            "put and invoke: p50 over the last 10% of turns, at least 10; reads: p50 after "
+            "the last; first get_state: by a new checkpointer, nothing cached):",
             "",
             *table(["saver", "stored", *heads], lines),
             "",
@@ -473,7 +474,7 @@ def _growth(doc: dict[str, Any]) -> list[str]:
     return [*out, *figures(doc, items)]
 
 
-_GROWTH_CALLS = ("put", "invoke", "get_state", "history20")
+_GROWTH_CALLS = ("put", "invoke", "get_state", "history20", "get_state_first")
 
 
 def _retention(doc: dict[str, Any]) -> list[str]:

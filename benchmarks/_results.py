@@ -65,6 +65,8 @@ class Results:
         self.rows: dict[str, dict[str, Any]] = {}
         self.claims: list[dict[str, Any]] = []
         self.skipped: dict[str, str] = {}
+        # The arguments of every claim() call, to judge them again on pooled rows.
+        self.specs: list[dict[str, Any]] = []
 
     def add(self, row_id: str, figures: dict[str, Any], **meta: Any) -> dict[str, Any]:
         """Record row ``row_id``: its figures and what it is (section, group, subject, batch...)."""
@@ -112,6 +114,21 @@ class Results:
         """
         if op not in ("<=", ">="):
             raise ValueError(f"op must be '<=' or '>=', got {op!r}")
+        self.specs.append(
+            {
+                "claim_id": claim_id,
+                "label": label,
+                "numerator": numerator,
+                "denominator": denominator,
+                "bound": bound,
+                "op": op,
+                "section": section,
+                "floor": floor,
+                "per_call": per_call,
+                "reason": reason,
+                "floor_label": floor_label,
+            }
+        )
         entry: dict[str, Any] = {
             "id": claim_id,
             "section": section or claim_id.split(".", 1)[0],
@@ -210,3 +227,29 @@ class Results:
             entry.update(ratio=None, q1=None, q3=None, holds=None, verdict="not measured")
             entry["note"] = f"the floor row {floor} was not measured in the same rounds"
         self.claims.append(entry)
+
+
+def pooled_rows(runs: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The rows of several runs of one section as one: rounds pooled, figures their median.
+
+    Each row's figure per round (``rounds_p50`` or ``rounds``) is the
+    concatenation of every run's, in run order, so two rows of one batch stay
+    paired round by round; every other number is the median of the runs'
+    values (a p50 of two runs is their mean), anything else the first run's.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for row_id, first in runs[0].items():
+        mine = [run[row_id] for run in runs if row_id in run]
+        merged = dict(first)
+        for field, value in first.items():
+            values = [row.get(field) for row in mine]
+            if field in ("rounds_p50", "rounds") and all(isinstance(v, list) for v in values):
+                merged[field] = [item for v in values for item in v]
+            elif _number(value) and all(_number(v) for v in values):
+                merged[field] = statistics.median(values)
+        out[row_id] = merged
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

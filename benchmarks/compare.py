@@ -7,10 +7,11 @@ and whether A's ratio lies within B's spread and B's within A's. Exits 1
 when any claim's two runs disagree that way (a claim that moves by more than
 its own round-to-round spread between two runs on one machine).
 
-A claim measured once per run (``rounds`` 1: the bytes a layout stores, the
-size of a file after reclaim) has no spread to compare against: its two
-ratios agree when they differ by at most :data:`ONE_RUN_TOLERANCE` of the
-larger, and its line says so.
+A claim measured once per section run (the bytes a layout stores, the size
+of a file after reclaim: as many rounds as the run had processes, see
+``--processes``) has no spread to compare against: its two ratios agree
+when they differ by at most :data:`ONE_RUN_TOLERANCE` of the larger, and
+its line says so.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from typing import Any
 ONE_RUN_TOLERANCE = 0.05
 
 
-def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether each claim's ratio lies within the other's interquartile range."""
-    if a.get("rounds") == 1 or b.get("rounds") == 1:
+def agree(a: dict[str, Any], b: dict[str, Any], once: bool = False) -> bool:
+    """Whether each claim's ratio lies within the other's interquartile range.
+
+    ``once``: the claim has one figure per process (see the module docstring).
+    """
+    if once or a.get("rounds") == 1 or b.get("rounds") == 1:
         big = max(abs(a["ratio"]), abs(b["ratio"]))
         return bool(abs(a["ratio"] - b["ratio"]) <= ONE_RUN_TOLERANCE * big)
     return bool(a["q1"] <= b["ratio"] <= a["q3"] and b["q1"] <= a["ratio"] <= b["q3"])
@@ -34,14 +38,16 @@ def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def compare(first: dict[str, Any], second: dict[str, Any]) -> tuple[list[str], int]:
     """Report lines and the number of claims whose two runs disagree."""
     theirs = {c["id"]: c for c in second["claims"] if c.get("ratio") is not None}
+    processes = max(first.get("processes", 1), second.get("processes", 1))
     lines, apart = [], 0
     for a in first["claims"]:
         b = theirs.get(a["id"])
         if a.get("ratio") is None or b is None:
             continue
-        ok = agree(a, b)
+        single = min(a.get("rounds", 1), b.get("rounds", 1)) <= processes
+        ok = agree(a, b, single)
         apart += not ok
-        once = " (one run each: within 5%)" if 1 in (a.get("rounds"), b.get("rounds")) else ""
+        once = " (one figure per process: within 5%)" if single else ""
         lines.append(
             f"{'ok  ' if ok else 'MOVED'} {a['label']}: "
             f"{a['ratio']:.3g} [{a['q1']:.3g}-{a['q3']:.3g}] vs "

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _config import Config  # noqa: E402
-from _results import Results  # noqa: E402
+from _results import Results, pooled_rows  # noqa: E402
 
 from swarmstate._bench import environment  # noqa: E402
 
@@ -67,7 +67,26 @@ def section(name: str) -> Callable[[Config, Results, Path], None]:
     return runner
 
 
-def _in_own_process(name: str, cfg: Config, workdir: Path) -> tuple[Any, Any, Any]:
+def _section(name: str, cfg: Config, workdir: Path, processes: int) -> tuple[Any, Any, Any]:
+    """Rows, claims and skipped rows of one section, run in ``processes`` fresh interpreters.
+
+    With more than one, each runs the whole section; their rows are pooled
+    (:func:`_results.pooled_rows`) and every claim is judged again on the
+    pooled rounds, so a claim's spread also holds what changes from one
+    process to the next (where the allocator put things, what the machine was
+    doing), not only from one round to the next within one.
+    """
+    runs = [_in_own_process(name, cfg, workdir / f"run{i}") for i in range(processes)]
+    if processes == 1:
+        return runs[0][:3]
+    res = Results()
+    res.rows = pooled_rows([run[0] for run in runs])
+    for spec in runs[0][3]:
+        res.claim(**spec)
+    return res.rows, res.claims, runs[0][2]
+
+
+def _in_own_process(name: str, cfg: Config, workdir: Path) -> tuple[Any, Any, Any, Any]:
     """Run one section in a fresh interpreter; its rows, claims and skipped rows.
 
     Every section starts from the same empty heap: the objects an earlier
@@ -103,7 +122,7 @@ def _section_rows(name: str, cfg: Config, workdir: Path, send: Any) -> None:
         raise
     finally:
         sys.stdout.flush()
-    send.send(("ok", (res.rows, res.claims, res.skipped)))
+    send.send(("ok", (res.rows, res.claims, res.skipped, res.specs)))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -136,6 +155,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write benchmarks/results.json and charts, then rewrite the README and docs tables",
     )
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="run each section this many times, each in a new interpreter, and pool the "
+        "rounds (default 1, quick 2)",
+    )
+    parser.add_argument(
         "--sections",
         default=",".join(SECTIONS),
         help=f"comma-separated subset of {','.join(SECTIONS)}",
@@ -148,8 +174,8 @@ def _default_out(quick: bool) -> Path:
     return HERE / "runs" / f"{stamp}-{'quick' if quick else 'full'}.json"
 
 
-def run(cfg: Config, wanted: list[str]) -> dict[str, Any]:
-    """Run the wanted sections; the results document."""
+def run(cfg: Config, wanted: list[str], processes: int = 1) -> dict[str, Any]:
+    """Run the wanted sections (each in ``processes`` interpreters); the results document."""
     res = Results()
     durations: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="swarmstate-bench-") as tmp:
@@ -158,7 +184,7 @@ def run(cfg: Config, wanted: list[str]) -> dict[str, Any]:
                 continue
             print(f"== {name}", flush=True)
             t0 = time.perf_counter()
-            rows, claims, skipped = _in_own_process(name, cfg, Path(tmp) / name)
+            rows, claims, skipped = _section(name, cfg, Path(tmp) / name, processes)
             res.rows.update(rows)
             res.claims.extend(claims)
             res.skipped.update(skipped)
@@ -209,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         cfg.rounds = max(1, args.rounds)
         cfg.throughput_rounds = min(cfg.throughput_rounds, cfg.rounds)
     cfg.hash_seed = os.environ.get("PYTHONHASHSEED")
-    doc = run(cfg, wanted)
+    processes = args.processes if args.processes is not None else 2 if args.quick else 1
+    if processes < 1:
+        print(f"--processes must be at least 1, got {processes}", file=sys.stderr)
+        return 2
+    doc = run(cfg, wanted, processes)
+    doc["processes"] = processes
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out}")

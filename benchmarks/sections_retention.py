@@ -36,6 +36,7 @@ from typing import Any
 import sections_growth as growth
 from _config import Config
 from _results import Results
+from growth_savers import timed
 
 
 def _open(where: tuple[str, str, str]) -> Any:
@@ -58,7 +59,7 @@ def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: 
 
     growth._SCRIPT = growth.conversation(seed, 10)
     store = _open(where)
-    saver = growth._timed(SwarmStateSaver)(store)
+    saver = timed(SwarmStateSaver)(store)
     saver.put_ns = []
     graph = growth.build_graph(saver, delta=False)
     turn = 0

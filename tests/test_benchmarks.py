@@ -23,7 +23,7 @@ import _harness as harness  # noqa: E402
 import compare  # noqa: E402
 import report  # noqa: E402
 from _config import Config  # noqa: E402
-from _results import Results  # noqa: E402
+from _results import Results, pooled_rows  # noqa: E402
 
 from swarmstate._bench_stream import Conversation, Replay  # noqa: E402
 
@@ -325,7 +325,7 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
     before = _tree(*watched)
     proc = subprocess.run(
         [sys.executable, "benchmarks/run.py", "--quick", "--iters", "40", "--rounds", "3",
-         "--pg-dsn", pg_conninfo],
+         "--processes", "1", "--pg-dsn", pg_conninfo],
         capture_output=True, text=True, check=False, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -341,3 +341,39 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
         assert _tree(*watched) == before
     finally:
         written.unlink()
+
+
+def test_pooled_rows_keep_every_round_paired_and_take_medians_of_figures() -> None:
+    def run(ours: list[float], peer: list[float], p50: float) -> dict[str, dict[str, Any]]:
+        meta = {"batch": "b", "unit": "us", "param": 30, "subject": "x"}
+        return {
+            "ours": {**meta, "p50": p50, "rounds_p50": ours},
+            "peer": {**meta, "p50": 2 * p50, "rounds_p50": peer},
+        }
+
+    rows = pooled_rows([run([1.0, 2.0], [2.0, 2.0], 10.0), run([3.0], [4.0], 20.0)])
+    assert rows["ours"]["rounds_p50"] == [1.0, 2.0, 3.0]
+    assert rows["peer"]["rounds_p50"] == [2.0, 2.0, 4.0]
+    assert rows["ours"]["p50"] == 15.0
+    assert rows["peer"]["p50"] == 30.0
+    assert rows["ours"]["param"] == 30
+    assert rows["ours"]["subject"] == "x"
+    res = Results()
+    res.rows = rows
+    claim = res.claim("c", "ours / peer", "ours", "peer", 1.0)
+    assert claim["rounds"] == 3
+    assert claim["ratio"] == 0.75
+
+
+def test_compare_takes_a_claim_with_one_figure_per_process_within_five_percent() -> None:
+    def doc(ratio: float, q1: float, q3: float) -> dict[str, Any]:
+        claim = {"id": "c", "label": "bytes", "ratio": ratio, "q1": q1, "q3": q3, "rounds": 2}
+        return {"processes": 2, "claims": [claim]}
+
+    assert compare.compare(doc(1.0, 1.0, 1.0), doc(1.03, 1.03, 1.03))[1] == 0
+    assert compare.compare(doc(1.0, 1.0, 1.0), doc(1.2, 1.2, 1.2))[1] == 1
+    timed = doc(1.0, 0.9, 1.1) | {"processes": 1}
+    timed["claims"][0]["rounds"] = 30
+    other = copy.deepcopy(timed)
+    other["claims"][0].update(ratio=1.15, q1=1.12, q3=1.2)
+    assert compare.compare(timed, other)[1] == 1

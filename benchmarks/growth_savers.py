@@ -1,0 +1,222 @@
+"""The growth section's contenders: every saver on every store, and what each stores.
+
+Each :class:`Saver` is a checkpointer wrapped to time its ``put`` calls, with
+how to read its stored bytes and how to close it. ``make_savers`` builds
+those this machine can run, in a fixed order (``sections_growth`` runs them in
+lockstep).
+"""
+
+import contextlib
+import functools
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GrowthConfig", "Saver", "make_savers", "timed"]
+
+
+@dataclass
+class GrowthConfig:
+    """What one growth run does."""
+
+    turns: int = 200
+    seed: int = 7
+    reads: int = 15  # get_state / history calls per saver after the run
+    marks: tuple[int, ...] = (10, 25, 50, 100, 150, 200)  # turns where bytes are read
+    pg_dsn: str | None = None
+    graphs: tuple[str, ...] = ("plain", "delta")
+    savers: tuple[str, ...] | None = None  # None: every saver that can run here
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def timed(cls: type) -> type:
+    """A subclass of a saver class that records how long each ``put`` takes."""
+
+    class Timed(cls):  # type: ignore[misc, valid-type]
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return super().put(*args, **kwargs)
+            finally:
+                self.put_ns.append(time.perf_counter_ns() - start)
+
+    Timed.__name__ = f"Timed{cls.__name__}"
+    return Timed
+
+
+@dataclass
+class Saver:
+    """One contender: its checkpointer, how to read its stored bytes, how to close it."""
+
+    name: str
+    checkpointer: Any
+    stored_bytes: Callable[[], int]
+    close: Callable[[], None]
+
+
+def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
+    """Database plus WAL bytes after folding the WAL in, so every layout is measured alike.
+
+    The checkpoint runs through the SQLite library that has the file open
+    (apsw's for DiskStore, the standard library's for SqliteSaver): closing a
+    connection of another copy of SQLite would drop the process's POSIX locks
+    on the file under the open one.
+    """
+    if apsw_file:
+        import apsw
+
+        conn = apsw.Connection(str(path))
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    else:
+        with contextlib.closing(sqlite3.connect(path)) as std:
+            std.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def _pg_bytes(dsn: str, schema: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _memory_bytes_inmemory(saver: Any) -> int:
+    total = 0
+    for namespaces in saver.storage.values():
+        for checkpoints in namespaces.values():
+            for checkpoint, metadata, _ in checkpoints.values():
+                total += len(checkpoint[1]) + len(metadata[1])
+    total += sum(len(blob[1]) for blob in saver.blobs.values())
+    for writes in saver.writes.values():
+        total += sum(len(w[2][1]) for w in writes.values())
+    return total
+
+
+def _memory_bytes_store(store: Any) -> int:
+    return int(store.snapshot().size_bytes)
+
+
+def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
+    """Every contender that can run on this machine, in a fixed order."""
+    import swarmstate as ss
+    from swarmstate.backends.disk import DiskStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    out: list[Saver] = []
+    wanted = set(cfg.savers) if cfg.savers else None
+
+    def want(name: str) -> bool:
+        return wanted is None or name in wanted
+
+    ours = timed(SwarmStateSaver)
+    if want("SwarmStateSaver(Store)"):
+        store = ss.Store()
+        out.append(
+            Saver(
+                "SwarmStateSaver(Store)",
+                ours(store),
+                functools.partial(_memory_bytes_store, store),
+                store.close,
+            )
+        )
+    for level in ("NORMAL", "FULL"):
+        name = f"SwarmStateSaver(DiskStore {level})"
+        if want(name):
+            path = tmp / f"{graph}-ours-{level.lower()}.db"
+            disk = DiskStore(path, synchronous=level)
+            out.append(
+                Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close)
+            )
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if want("InMemorySaver"):
+        mem = timed(InMemorySaver)()
+        out.append(
+            Saver(
+                "InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None
+            )
+        )
+    for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
+        name = f"SqliteSaver {label}"
+        if not want(name):
+            continue
+        path = tmp / f"{graph}-sqlite-{label.lower()}.db"
+        conn = sqlite3.connect(path, check_same_thread=False)
+        saver = timed(SqliteSaver)(conn)
+        saver.setup()
+        if level:
+            conn.execute(f"PRAGMA synchronous = {level}")
+        out.append(Saver(name, saver, functools.partial(_sqlite_bytes, path, False), conn.close))
+    if cfg.pg_dsn:
+        out.extend(_pg_savers(cfg, graph, want))
+    for saver in out:
+        saver.checkpointer.put_ns = []
+    return out
+
+
+def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> list[Saver]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from swarmstate.backends.postgres import PostgresStore
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    assert cfg.pg_dsn is not None
+    out: list[Saver] = []
+    tag = f"growth_{graph}_{random.Random().getrandbits(32):08x}"
+    admin = psycopg.connect(cfg.pg_dsn, autocommit=True)
+    if want("SwarmStateSaver(PostgresStore)"):
+        schema = f"{tag}_ours"
+        store = PostgresStore(cfg.pg_dsn, schema=schema)
+        store.setup()
+
+        def close_ours() -> None:
+            store.close()
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+        out.append(
+            Saver(
+                "SwarmStateSaver(PostgresStore)",
+                timed(SwarmStateSaver)(store),
+                functools.partial(_pg_bytes, cfg.pg_dsn, schema),
+                close_ours,
+            )
+        )
+    if want("PostgresSaver"):
+        schema = f"{tag}_peer"
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        conn = psycopg.connect(
+            cfg.pg_dsn,
+            autocommit=True,
+            prepare_threshold=0,
+            row_factory=dict_row,
+            options=f"-c search_path={schema}",
+        )
+        peer = timed(PostgresSaver)(conn)
+        peer.setup()
+
+        def close_peer() -> None:
+            conn.close()
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+        out.append(
+            Saver(
+                "PostgresSaver", peer, functools.partial(_pg_bytes, cfg.pg_dsn, schema), close_peer
+            )
+        )
+    return out
