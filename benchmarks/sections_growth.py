@@ -15,8 +15,8 @@ Rows per saver (``growth.<graph>.<saver>.<what>``): ``bytes`` stored after
 the last turn (SQLite: database plus WAL after a ``TRUNCATE`` checkpoint;
 PostgreSQL: relation sizes; memory: serialized bytes kept), and bytes at
 intermediate turns for the chart; ``put`` and ``invoke`` percentiles over
-the last 10% of turns (at least 10: :func:`tail_turns`), paired put by put
-and invoke by invoke with the peer; ``get_state`` and ``history20``
+the last 10% of turns (at least 10: :func:`tail_turns`), paired turn by
+turn with the peer (a turn's median put, its invoke); ``get_state`` and ``history20``
 (``get_state_history(limit=20)``) percentiles after the last turn, each of
 ours timed beside its peer, and ``get_state_first`` (one read by a new
 checkpointer, nothing cached). Graphs:
@@ -217,7 +217,6 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                     "bytes": bytes_at[i][cfg.turns],
                     "bytes_at": bytes_at[i],
                     "put": _percentiles(saver.checkpointer.put_ns[first_put:]),
-                    "put_tail": [t / 1e3 for t in saver.checkpointer.put_ns[first_put:]],
                     "put_by_turn": put_by_turn[i],
                     "invoke": _percentiles(invoke_ns[i][tail_from:]),
                     "invoke_by_turn": [v / 1e3 for v in invoke_ns[i]],
@@ -401,12 +400,13 @@ def section_growth(cfg: Any, res: Any, workdir: Path) -> None:
                 bytes_at={str(k): v for k, v in fig["bytes_at"].items()},
                 **base,
             )
-            # Rounds: each put of the last turns (put j of ours against put j of
-            # its peer: the same step of the same graph), each invoke of them.
-            rounds = {"put": fig["put_tail"], "invoke": fig["invoke_by_turn"][-tail:]}
+            # Rounds: the last turns, each turn's median put and its invoke
+            # against the peer's same turn. (Put by put would pair puts of
+            # different kinds, the input's, the agent's, the tool's, whose
+            # ratios differ: a spread of kinds, not of noise.)
             for what, per_turn in (("put", fig["put_by_turn"]), ("invoke", fig["invoke_by_turn"])):
                 stats = dict(fig[what])
-                stats["rounds_p50"] = [round(v, 2) for v in rounds[what]]
+                stats["rounds_p50"] = [round(v, 2) for v in per_turn[-tail:]]
                 stats["by_turn"] = [round(v, 2) for v in per_turn]
                 res.add(
                     f"growth.{graph}.{what}.{saver}",

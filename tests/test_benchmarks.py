@@ -183,6 +183,11 @@ def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() ->
     reachable = res.claim("x.b", "ours / peer", "ours", "peer", 1.2, floor="floor")
     assert reachable["verdict"] == "holds"
     assert res.claims[-1] is reachable
+    res.add("fast", _latency([0.5, 0.5, 0.5]))  # does less than the floor's call
+    beaten = res.claim("x.c", "fast / peer", "fast", "peer", 0.8, floor="floor")
+    assert beaten["verdict"] == "holds"
+    assert beaten["floor_ratio"] == 0.95
+    assert res.claims[-1] is beaten
 
 
 def test_two_runs_agree_within_each_others_spread_or_by_a_margin_for_one_round() -> None:
