@@ -47,7 +47,7 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> tuple[list[str], i
         single = min(a.get("rounds", 1), b.get("rounds", 1)) <= processes
         ok = agree(a, b, single)
         apart += not ok
-        once = " (one figure per process: within 5%)" if single else ""
+        once = f" (one figure per process: within {ONE_RUN_TOLERANCE:.0%})" if single else ""
         lines.append(
             f"{'ok  ' if ok else 'MOVED'} {a['label']}: "
             f"{a['ratio']:.3g} [{a['q1']:.3g}-{a['q3']:.3g}] vs "

@@ -440,32 +440,22 @@ class DiskStore(BaseStore):
         if self.readonly:  # tested inline: set is the hot path
             self._check_writable()
         params = (pair[0], pair[1], len(data), data)
-        conn = self._conn()
-        # One autocommit statement takes the write lock at its start (no
-        # upgrade), and covers inserts and overwrites of rows no snapshot needs.
-        with self._write_lock:
-            try:
-                conn.execute(sql.PUT_FAST, params)
-                if conn.changes():
-                    return
-            except (apsw.Error, UnicodeEncodeError) as exc:
-                if not isinstance(exc, apsw.BusyError):
-                    raise self._fail(exc, "write") from exc
-        self._write("write", lambda c: _put(c, [params]))
+        # Covers inserts and overwrites of rows no snapshot needs.
+        if not self._one_statement(sql.PUT_FAST, params):
+            self._write("write", lambda c: _put(c, [params]))
 
-    def _put_unless(self, params: _Params, pair: Pair) -> bool:
-        """Write one row if ``pair`` has no live value, as one statement; whether it did.
+    def _one_statement(self, statement: str, params: tuple[Any, ...]) -> bool:
+        """Run one write as an autocommit statement; whether it changed a row.
 
-        False leaves everything as it was: the condition failed, or the row
-        needs the snapshot-aware path, or the file was busy. The caller then
-        runs the checked write in a transaction of its own, which tells these
-        apart. One statement instead of four is what makes a guarded
-        checkpoint write cost what an unguarded one does.
+        One statement takes the write lock at its start (no upgrade) and is
+        its own transaction. False leaves everything as it was (the statement
+        changed nothing, or the file was busy): the caller then runs the
+        checked write in a transaction of its own, which tells these apart.
         """
         conn = self._conn()
         with self._write_lock:
             try:
-                conn.execute(sql.PUT_FAST_UNLESS, (*params, *pair))
+                conn.execute(statement, params)
                 return bool(conn.changes())
             except (apsw.Error, UnicodeEncodeError) as exc:
                 if not isinstance(exc, apsw.BusyError):
@@ -490,7 +480,8 @@ class DiskStore(BaseStore):
             and not if_absent
             and len(require) == 1
             and require[0][1] is ABSENT
-            and self._put_unless(params[0], require[0][0])
+            # The shape of every unclaimed checkpoint write: one statement, not four.
+            and self._one_statement(sql.PUT_FAST_UNLESS, (*params[0], *require[0][0]))
         ):
             return 1
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]

@@ -2,8 +2,8 @@
 
 Reading a conversation is decoding its messages: LangGraph's serializer
 revives each stored pydantic model by calling its class with the stored
-fields, so every read validates every message again (about 16 us each here,
-most of a long thread's ``get_state``). The same stored bytes always make
+fields, so every read validates every message again (most of a long
+thread's ``get_state``). The same stored bytes always make
 the same model, so this module remembers, per stored model, what the
 serializer made of it, and rebuilds later copies directly.
 

@@ -123,9 +123,11 @@ class SwarmStateSaver(ThreadMethods):
             :func:`strict_serializer`. Graphs extend its allowlist with
             their state types through ``with_allowlist``.
         cache_bytes: Memory for the serialized list values of recently
-            written or read checkpoints (default 64 MiB): what makes a
-            ``put`` compare a list with its parent's bytes instead of
-            reading them back. 0 turns it off; nothing is ever wrong
+            written or read checkpoints, serialized messages by content and
+            the shapes of stored messages read before (default 64 MiB): what
+            makes a ``put`` compare a list with its parent's bytes instead of
+            reading them back, and a read rebuild messages instead of
+            validating them again. 0 turns it off; nothing is ever wrong
             because of it, only slower without.
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
