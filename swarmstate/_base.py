@@ -47,7 +47,7 @@ import abc
 import dataclasses
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Final, Protocol, Self, TypedDict
+from typing import Any, ClassVar, Final, Protocol, Self, TypedDict
 
 from swarmstate._checks import (
     MAX_LIMIT,
@@ -256,6 +256,11 @@ class BaseStore(abc.ABC):
 
     _uid: str
     """Identifies the store's data (a file keeps its uid across reopen)."""
+
+    _compress_large_values: ClassVar[bool] = False
+    """A hint to integrations that store large serialized values (the LangGraph
+    saver): True where compressing them pays for its CPU, as on a server that
+    sends every byte over the network and stores small rows uncompressed."""
 
     _values: Values
     """Where ``get`` and ``contains`` look a pair up: the store's :meth:`_read`,

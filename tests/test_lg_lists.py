@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import ormsgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
@@ -17,6 +19,8 @@ from swarmstate.integrations._lg_memo import Memo
 items = st.one_of(
     st.integers(-(2**40), 2**40),
     st.text(max_size=30),
+    # Long enough to be stored compressed (and to compress).
+    st.integers(30, 90).map(lambda n: "lorem ipsum " * n),
     st.binary(max_size=20),
     st.none(),
     st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3),
@@ -54,9 +58,9 @@ def _apply(current: list[Any], op: str, where: int, item: Any) -> list[Any]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(script=edits)
+@given(script=edits, pack=st.booleans())
 def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
-    script: list[tuple[str, int, Any]],
+    script: list[tuple[str, int, Any]], pack: bool
 ) -> None:
     stored: dict[str, Any] = {}
     versions: list[tuple[bytes, tuple[L.Ref, ...]]] = []
@@ -65,7 +69,7 @@ def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
     for op, where, item in script:
         current = _apply(current, op, where, item)
         data = ormsgpack.packb(current)
-        built = L.build(data, base)
+        built = L.build(data, base, pack=pack)
         assert built is not None
         listing, segments = built
         for key, encoded in segments:
@@ -92,7 +96,7 @@ def test_appending_writes_about_the_new_items_and_reads_stay_short() -> None:
         built = L.build(data, base)
         assert built is not None
         base, segments = built
-        written += sum(len(encoded) for _, encoded in segments)
+        written += sum(len(_items(encoded)) for _, encoded in segments)
         assert len(base.refs) <= 3 * L.FANIN
     # Each item is rewritten about once per tier (log_16 of the length, amortized).
     assert written < 4 * len(base.data)
@@ -109,7 +113,56 @@ def test_an_edit_in_the_middle_writes_about_the_edited_item() -> None:
     assert (
         sum(listing.refs[i].stop - listing.refs[i].start for i in range(len(listing.refs))) == 1_000
     )
-    assert sum(len(encoded) for _, encoded in segments) < 200
+    assert sum(len(_items(encoded)) for _, encoded in segments) < 200
+
+
+def _items(encoded: bytes) -> bytes:
+    """A stored segment's items as they were before any compression."""
+    return L.parse_segment(ss.loads(encoded))[1]
+
+
+def test_a_segment_of_compressible_items_is_stored_packed_and_reads_back() -> None:
+    text = [{"i": i, "text": f"message {i} " + "lorem ipsum dolor " * 20} for i in range(40)]
+    assert all(len(ss.loads(e)) == 2 for _, e in L.build(ormsgpack.packb(text), None)[1])
+    built = L.build(ormsgpack.packb(text), None, pack=True)
+    assert built is not None
+    listing, segments = built
+    stored = [ss.loads(encoded) for _, encoded in segments]
+    assert all(len(s) == 3 and s[2] == 1 for s in stored), "compressible items are packed"
+    assert sum(len(e) for _, e in segments) < listing.size / 2
+    parsed = {key: L.parse_segment(value) for (key, _), value in zip(segments, stored, strict=True)}
+    assert L.assemble(listing.refs, parsed).data == listing.data
+
+
+def test_items_that_do_not_compress_are_stored_as_they_are() -> None:
+    noise = [os.urandom(300) for _ in range(10)]
+    built = L.build(ormsgpack.packb(noise), None, pack=True)
+    assert built is not None
+    stored = [ss.loads(encoded) for _, encoded in built[1]]
+    assert stored
+    assert all(len(s) == 2 for s in stored)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda lengths, packed: [lengths, packed[:-5], 1],  # cut short
+        lambda lengths, packed: [lengths, packed + b"\x00", 1],  # trailing bytes
+        lambda lengths, packed: [[*lengths[:-1], lengths[-1] - 1], packed, 1],  # holds more
+        lambda lengths, packed: [[*lengths, 10], packed, 1],  # holds less
+        lambda lengths, packed: [[], packed, 1],  # names no items at all
+        lambda lengths, packed: [lengths, b"not zlib at all", 1],
+    ],
+)
+def test_a_damaged_packed_segment_is_a_decode_error(damage: Any) -> None:
+    text = [f"message {i} " + "lorem ipsum dolor " * 20 for i in range(8)]
+    built = L.build(ormsgpack.packb(text), None, pack=True)
+    assert built is not None
+    (_, encoded), *_ = built[1]
+    lengths, packed, tag = ss.loads(encoded)
+    assert tag == 1
+    with pytest.raises(ss.DecodeError):
+        L.parse_segment(damage(lengths, packed))
 
 
 def test_bytes_that_are_not_an_array_are_not_a_listing() -> None:

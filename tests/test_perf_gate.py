@@ -20,11 +20,17 @@ def same_op_again(i: int) -> object:
     return ss.loads(ss.dumps(VALUE))
 
 
+HALF = VALUE[: len(VALUE) // 2]
+
+
 def slowed_op(i: int) -> object:
-    """The real op plus half its cost again on average: a 1.5x regression."""
+    """The real op plus the same op on half the value, on every call: a 1.5x regression.
+
+    Every call pays the extra work (not every other one), so no round of the
+    minimum can miss it.
+    """
     out = real_op(i)
-    if i % 2:
-        real_op(i)
+    ss.loads(ss.dumps(HALF))
     return out
 
 

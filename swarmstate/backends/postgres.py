@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from swarmstate._base import BaseStore, Diff, Snapshot, check_conditions, sorted_diff
 from swarmstate._checks import ABSENT, PRESENT, Bound, Limit, Pair, Requirement, Row
@@ -112,6 +112,8 @@ class PostgresStore(BaseStore):
     Call :meth:`setup` once (any process, any number of times) before use.
     Thread-safe: threads share the pool.
     """
+
+    _compress_large_values: ClassVar[bool] = True  # rows under ~2 kB are stored as they are
 
     def __init__(
         self,

@@ -100,7 +100,7 @@ def delta_history(
     remaining = set(channels)
     seen = {checkpoint_id}
     cursor = (
-        _decode(serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
+        _decode(values, serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
         if target
         else None
     )
@@ -110,7 +110,7 @@ def delta_history(
         if group is None:
             break
         seen.add(cursor)
-        decoded = _decode(serde, thread_id, checkpoint_ns, cursor, group[0])
+        decoded = _decode(values, serde, thread_id, checkpoint_ns, cursor, group[0])
         try:
             pending = (
                 R.pending_writes(serde, values.reviver, group[1], remaining) if group[1] else []
@@ -145,9 +145,23 @@ def delta_history(
 
 
 def _decode(
-    serde: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entry: Any
+    values: Values,
+    serde: Any,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    entry: Any,
 ) -> E.Decoded:
+    """The decoded entry; shared, so read only (a legacy entry, whose values a
+    seed is taken from, is decoded anew every time)."""
+    cache = values.entries_by_bytes
+    found: E.Decoded | None = cache.get(entry) if type(entry) is bytes else None
+    if found is not None:
+        return found
     try:
-        return E.decode(serde, entry)
+        decoded = E.decode(serde, entry)
     except CorruptDataError as exc:
         raise R.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
+    if decoded.inline is not None and type(entry) is bytes and cache.budget:
+        cache.put(entry, decoded)
+    return decoded

@@ -47,6 +47,7 @@ import msgpack
 
 from swarmstate._codec import dumps
 from swarmstate._errors import DecodeError
+from swarmstate.integrations._lg_pack import pack, unpack
 
 __all__ = [
     "FANIN",
@@ -69,6 +70,8 @@ TAIL_FANIN = 8
 """The same for the smallest tier: the segments of single puts, merged sooner."""
 MAX_REFS = 48
 """A listing never holds more refs; past it, the smallest neighbours are merged."""
+_PACKED = 1
+"""The tag of a segment stored compressed (:mod:`._lg_pack`): ``[lengths, packed, 1]``."""
 
 
 class Ref(NamedTuple):
@@ -210,18 +213,34 @@ def _cut(refs: Sequence[Ref], start: int, stop: int) -> list[Ref]:
     return out
 
 
-def _segment(data: bytes, skip: int, offsets: array[int], start: int, stop: int) -> bytes:
-    """Stored bytes of a segment holding items ``[start, stop)``: ``[lengths, items]``."""
+def _segment(
+    data: bytes, skip: int, offsets: array[int], start: int, stop: int, compress: bool
+) -> bytes:
+    """Stored bytes of a segment holding items ``[start, stop)``.
+
+    ``[lengths, items]``, or with ``compress``, ``[lengths, packed, 1]`` when
+    the items compress (:func:`._lg_pack.pack`).
+    """
     bounds = offsets[start : stop + 1]
     lengths = [b - a for a, b in pairwise(bounds)]
-    return dumps([lengths, data[skip + offsets[start] : skip + offsets[stop]]])
+    items = data[skip + offsets[start] : skip + offsets[stop]]
+    packed = pack(items) if compress else None
+    return dumps([lengths, items] if packed is None else [lengths, packed, _PACKED])
 
 
 def parse_segment(stored: Any) -> tuple[array[int], bytes]:
-    """``(offsets, items)`` of a segment as the store's codec decodes it (``[lengths, items]``)."""
+    """``(offsets, items)`` of a segment as the store's codec decodes it.
+
+    Reads both stored forms, ``[lengths, items]`` and ``[lengths, packed, 1]``.
+    """
     try:
-        lengths, items = stored
-        offsets = array("q", accumulate(lengths, initial=0))
+        if len(stored) == 3 and stored[2] == _PACKED and type(stored[1]) is bytes:
+            lengths, packed, _ = stored
+            offsets = array("q", accumulate(lengths, initial=0))
+            items = unpack(packed, offsets[-1])
+        else:
+            lengths, items = stored
+            offsets = array("q", accumulate(lengths, initial=0))
     except (ValueError, TypeError, OverflowError) as exc:
         raise DecodeError(f"a stored list segment is malformed ({exc})") from exc
     if type(items) is not bytes or offsets[-1] != len(items) or min(lengths, default=1) < 1:
@@ -261,12 +280,17 @@ def _merge_plan(sizes: list[int], compacting: bool) -> tuple[int, int] | None:
 
 
 def build(
-    data: bytes, base: Listing | None, new_key: Callable[[], str] = new_segment_key
+    data: bytes,
+    base: Listing | None,
+    new_key: Callable[[], str] = new_segment_key,
+    *,
+    pack: bool = False,
 ) -> tuple[Listing, list[tuple[str, bytes]]] | None:
     """The listing of the serialized list ``data``, sharing what it can with ``base``.
 
     Returns the listing and the segments to store ``(key, bytes)``, or None
-    when ``data`` is not one msgpack array.
+    when ``data`` is not one msgpack array. With ``pack``, segments whose
+    items compress are stored compressed.
     """
     head = array_header(data)
     if head is None:
@@ -290,7 +314,7 @@ def build(
     segments: list[tuple[str, bytes]] = []
     if count - s > p:
         key = new_key()
-        segments.append((key, _segment(data, skip, offsets, p, count - s)))
+        segments.append((key, _segment(data, skip, offsets, p, count - s, pack)))
         refs.append(Ref(key, 0, count - s - p))
     if s and base is not None:
         refs.extend(_cut(base.refs, m - s, m))
@@ -301,7 +325,7 @@ def build(
         first = sum(sizes[:j])
         last = first + sum(sizes[j:k])
         key = new_key()
-        segments.append((key, _segment(data, skip, offsets, first, last)))
+        segments.append((key, _segment(data, skip, offsets, first, last, pack)))
         refs[j:k] = [Ref(key, 0, last - first)]
         sizes[j:k] = [last - first]
     # A segment made here and merged right away is not stored at all.

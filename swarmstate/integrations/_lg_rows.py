@@ -19,6 +19,7 @@ from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_pack import unpack
 from swarmstate.integrations._lg_revive import Reviver
 from swarmstate.integrations._lg_values import Head, Values
 
@@ -90,7 +91,7 @@ def pending_writes(
             raise CorruptDataError(f"a pending write does not decode ({exc})") from exc
         if (
             type(write) is not list
-            or len(write) != 6
+            or not 6 <= len(write) <= 7
             or type(write[0]) is not str
             or type(write[1]) is not int
             or type(write[2]) is not str
@@ -98,9 +99,15 @@ def pending_writes(
             or type(write[4]) is not str
         ):
             raise CorruptDataError(
-                "a pending write is not [task id, idx, path, channel, type, bytes]"
+                "a pending write is not [task id, idx, path, channel, type, bytes(, size)]"
             )
         if channels is None or write[3] in channels:
+            if len(write) == 7:  # compressed (_lg_pack): the bytes and their size
+                packed, size = write[5], write[6]
+                raw = unpack(packed, size) if type(packed) is bytes and type(size) is int else None
+                if raw is None:
+                    raise CorruptDataError("a compressed pending write does not inflate")
+                write[5] = raw
             decoded.append(write)
     decoded.sort(key=lambda w: (w[2], w[0], w[1]))
     revive = reviver.loads

@@ -24,10 +24,11 @@ version does not change. So a read of a conversation's checkpoint is its
 entry, plus the segments of its lists and the large blobs it names; a
 channel the map does not name has no value, and costs no lookup.
 
-Caches, all keyed by immutable names: the listings of recently written or
-read list versions (the next ``put`` of the thread compares bytes with its
-parent's instead of reading them back, and a read of the latest checkpoint
-needs no segment), the heads of recent checkpoints, and serialized items
+Caches, all keyed by immutable names: the listings and blobs of recently
+written or read versions (the next ``put`` of the thread compares bytes with
+its parent's instead of reading them back, a read of the latest checkpoint
+needs no segment, and a DeltaChannel snapshot that many reads start from is
+fetched once), the heads of recent checkpoints, and serialized items
 by content (:mod:`._lg_memo`). None can be made stale by another process.
 
 Space comes back through :meth:`Values.collect`: after checkpoints are
@@ -51,7 +52,7 @@ from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentErr
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_lists as L
-from swarmstate.integrations._lg_memo import Memo
+from swarmstate.integrations._lg_memo import Generations, Memo
 from swarmstate.integrations._lg_revive import Reviver
 
 __all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Values"]
@@ -84,38 +85,45 @@ class Head(NamedTuple):
     """The run that wrote it: a child of the same run finds the run index in place."""
 
 
-class _Listings:
-    """Recently used list versions, by :data:`Pair`, within a byte budget."""
+class Blob(NamedTuple):
+    """A value stored apart, as the serializer's pair: what a read of it needs."""
+
+    kind: str
+    data: bytes
+
+
+class _Recent:
+    """Recently used stored values, listings and blobs, by :data:`Pair`, within a byte budget."""
 
     def __init__(self, budget: int) -> None:
         self._budget = budget
         self._size = 0
-        self._items: OrderedDict[Pair, L.Listing] = OrderedDict()
+        self._items: OrderedDict[Pair, L.Listing | Blob] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, pair: Pair) -> L.Listing | None:
+    def get(self, pair: Pair) -> L.Listing | Blob | None:
         with self._lock:
             found = self._items.get(pair)
             if found is not None:
                 self._items.move_to_end(pair)
             return found
 
-    def put(self, pair: Pair, listing: L.Listing) -> None:
-        size = len(listing.data)
+    def put(self, pair: Pair, value: L.Listing | Blob) -> None:
+        size = len(value.data)
         if size > self._budget:
             return
         with self._lock:
             old = self._items.pop(pair, None)
             if old is not None:
                 self._size -= len(old.data)
-            self._items[pair] = listing
+            self._items[pair] = value
             self._size += size
             while self._size > self._budget:
                 _, evicted = self._items.popitem(last=False)
                 self._size -= len(evicted.data)
 
     def drop(self, prefix: str) -> None:
-        """Forget every listing of the namespaces under ``prefix`` (a thread)."""
+        """Forget every value of the namespaces under ``prefix`` (a thread)."""
         with self._lock:
             for pair in [p for p in self._items if p[0].startswith(prefix)]:
                 self._size -= len(self._items.pop(pair).data)
@@ -124,9 +132,16 @@ class _Listings:
 class Values:
     """Channel values of every thread of one store: writes, batched reads, reclaim."""
 
-    def __init__(self, store: BaseStore, cache_bytes: int) -> None:
+    def __init__(self, store: BaseStore, cache_bytes: int, compress: bool = False) -> None:
         self.store = store
-        self._listings = _Listings(cache_bytes // 2)
+        self.compress = compress
+        self._recent = _Recent(cache_bytes // 2 - cache_bytes // 16)
+        # Decoded checkpoint entries (values beside them) by their stored bytes:
+        # a DeltaChannel history walks the same ancestors for each checkpoint
+        # it rebuilds. Read-only for its users; equal bytes, equal entry.
+        self.entries_by_bytes: Generations[bytes, E.Decoded] = Generations(
+            cache_bytes // 16, lambda data, _: 4 * len(data) + 256
+        )
         self._memo = Memo(cache_bytes // 4)
         self.reviver = Reviver(cache_bytes // 4)
         self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
@@ -181,18 +196,18 @@ class Values:
         values: Mapping[str, Any],
         stored: Mapping[str, Any],
         parent: Head | None,
-    ) -> tuple[list[Entry], dict[str, list[Any]], list[tuple[Pair, L.Listing]]]:
+    ) -> tuple[list[Entry], dict[str, list[Any]], list[tuple[Pair, L.Listing | Blob]]]:
         """How to store ``values[channel]`` at each ``(channel, version)`` of ``stored``.
 
         Returns the store entries, the forms to carry in the checkpoint
-        entry, and the listings to cache: pass those to :meth:`cache` once
-        the entries are written (a listing cached before its segments exist
-        could become the base of another version).
+        entry, and the listings and blobs to cache: pass those to :meth:`cache`
+        once the entries are written (a listing cached before its segments
+        exist could become the base of another version).
         """
         values_ns = K.values(thread_id, checkpoint_ns)
         out: list[Entry] = []
         inline: dict[str, list[Any]] = {}
-        listings: list[tuple[Pair, L.Listing]] = []
+        listings: list[tuple[Pair, L.Listing | Blob]] = []
         for channel, version in stored.items():
             if channel not in values:
                 continue  # no value at this version: a read leaves the channel out
@@ -213,7 +228,7 @@ class Values:
                 base = None
                 if parent is not None and channel in parent.versions:
                     base = self._base(thread_id, checkpoint_ns, channel, parent)
-                built = L.build(bytes(data), base)
+                built = L.build(bytes(data), base, pack=self.compress)
             if built is not None:
                 listing, segments = built
                 segments_ns = K.segments(thread_id, checkpoint_ns)
@@ -223,13 +238,15 @@ class Values:
             elif len(data) <= INLINE_MAX:
                 inline[channel] = [BLOB, kind, bytes(data)]
             else:
+                data = data if type(data) is bytes else bytes(data)
                 out.append((values_ns, key, dumps([BLOB, kind, data])))
                 inline[channel] = [APART]
+                listings.append(((values_ns, key), Blob(kind, data)))
         return out, inline, listings
 
-    def cache(self, listings: Iterable[tuple[Pair, L.Listing]]) -> None:
-        for pair, listing in listings:
-            self._listings.put(pair, listing)
+    def cache(self, written: Iterable[tuple[Pair, L.Listing | Blob]]) -> None:
+        for pair, value in written:
+            self._recent.put(pair, value)
 
     def _base(
         self, thread_id: str, checkpoint_ns: str, channel: str, parent: Head
@@ -300,7 +317,11 @@ class Values:
         missing: list[Pair] = []
         for pair, (context, form) in wanted.items():
             if type(form) is list and form == [APART]:
-                missing.append(pair)
+                cached = self._recent.get(pair)
+                if type(cached) is Blob:
+                    blobs[pair] = cached
+                else:
+                    missing.append(pair)
             else:
                 self._sort(pair, form, context, blobs, listings, roots)
         if missing:
@@ -308,6 +329,8 @@ class Values:
                 if row is None:
                     raise _corrupt(*wanted[pair][0], _channel_of(pair), DecodeError("missing"))
                 self._sort(pair, row, wanted[pair][0], blobs, listings, roots)
+                if pair in blobs:
+                    self._recent.put(pair, Blob(*blobs[pair]))
         if roots:
             self._assemble(roots, wanted, listings)
         return blobs, listings
@@ -328,8 +351,8 @@ class Values:
                     raise DecodeError(f"a stored value is {form!r}")
                 blobs[pair] = (form[1], form[2])
             elif kind == LIST:
-                cached = self._listings.get(pair)
-                if cached is not None:
+                cached = self._recent.get(pair)
+                if type(cached) is L.Listing:
                     listings[pair] = cached
                 else:
                     roots[pair] = tuple(_ref(ref) for ref in form[1])
@@ -371,13 +394,13 @@ class Values:
             except DecodeError as exc:
                 raise _corrupt(*wanted[pair][0], _channel_of(pair), exc) from exc
             listings[pair] = listing
-            self._listings.put(pair, listing)
+            self._recent.put(pair, listing)
 
     # -- reclaim ---------------------------------------------------------------
 
     def forget(self, thread_id: str) -> None:
         """Drop what the caches hold of one thread (after it was changed by a delete)."""
-        self._listings.drop(K.thread_prefix(thread_id))
+        self._recent.drop(K.thread_prefix(thread_id))
         with self._lock:
             for key in [k for k in self._heads if k[0] == thread_id]:
                 del self._heads[key]

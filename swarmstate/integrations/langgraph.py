@@ -44,6 +44,7 @@ from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate._memory import Store
 from swarmstate.integrations import _lg_config as C
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_pack import pack
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -122,7 +123,8 @@ class SwarmStateSaver(ThreadMethods):
         serde: The serializer for checkpoint data; default
             :func:`strict_serializer`. Graphs extend its allowlist with
             their state types through ``with_allowlist``.
-        cache_bytes: Memory for the serialized list values of recently
+        cache_bytes: Memory for the serialized list values (and values
+            stored apart, such as a DeltaChannel's snapshot) of recently
             written or read checkpoints, serialized messages by content and
             the shapes of stored messages read before (default 64 MiB): what
             makes a ``put`` compare a list with its parent's bytes instead of
@@ -131,6 +133,13 @@ class SwarmStateSaver(ThreadMethods):
             because of it, only slower without.
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
+        compress: Store serialized messages zlib-compressed (list segments
+            and pending writes of 256 bytes or more, where that saves an
+            eighth). Default (None): on for ``PostgresStore``, which stores
+            rows under about 2 kB as they are and sends every byte over the
+            network; off for ``Store`` and ``DiskStore``, where the first
+            read of a long thread would pay to inflate its messages. Stored
+            rows say whether they are compressed, so every saver reads both.
 
     Thread-safe: the runtime calls ``put``/``put_writes`` from worker threads
     while reading on the caller's thread; every write is one atomic store
@@ -138,6 +147,8 @@ class SwarmStateSaver(ThreadMethods):
     """
 
     store: BaseStore
+    compress: bool
+    """Whether large serialized messages are stored compressed (see ``compress``)."""
 
     def __init__(
         self,
@@ -146,6 +157,7 @@ class SwarmStateSaver(ThreadMethods):
         serde: SerializerProtocol | None = None,
         cache_bytes: int = _CACHE_BYTES,
         retention: Retention | None = None,
+        compress: bool | None = None,
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
             raise InvalidArgumentError(
@@ -160,11 +172,14 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"cache_bytes must be a non-negative int, got {cache_bytes!r}"
             )
+        if compress is not None and type(compress) is not bool:
+            raise InvalidArgumentError(f"compress must be a bool or None, got {compress!r}")
         super().__init__(serde=serde if serde is not None else strict_serializer())
         self.store = store if store is not None else Store()
+        self.compress = type(self.store)._compress_large_values if compress is None else compress
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
-        self._values = Values(self.store, cache_bytes)
+        self._values = Values(self.store, cache_bytes, self.compress)
         self._retainer = Retainer(self.store, self._values)
         self._guards = Guards(self.store)
         self.retention = retention
@@ -391,10 +406,14 @@ class SwarmStateSaver(ThreadMethods):
         special: _List[tuple[str, str, Any]] = []
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
+            type_, raw = dumps_typed(value)
+            packed = pack(raw) if self.compress and type(raw) is bytes else None
             entry = (
                 namespace,
                 K.write_key(checkpoint_id, task_id, idx),
-                [task_id, idx, task_path, channel, *dumps_typed(value)],
+                [task_id, idx, task_path, channel, type_, raw]
+                if packed is None
+                else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
             (special if idx < 0 else regular).append(entry)
         if not special:

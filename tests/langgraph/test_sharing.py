@@ -342,6 +342,63 @@ def test_a_missing_segment_raises_corrupt_data_naming_the_channel(make_store: Ma
         list(SwarmStateSaver(saver.store).list(cfg("seg")))
 
 
+def _stored_writes(store: ss.BaseStore, thread: str) -> list[tuple[str, list[Any]]]:
+    ns = K.scope(thread, "")
+    return [(key, ss.loads(v)) for key, v in store.items(ns, raw=True) if key[-1] != K.CHECKPOINT]
+
+
+def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
+    make_store: MakeStore,
+) -> None:
+    ours = SwarmStateSaver(make_store(), compress=True)
+    reference = InMemorySaver()
+    for saver in (ours, reference):
+        talk(chat_graph(saver), "zip", 3)
+    forms = {len(write) for _, write in _stored_writes(ours.store, "zip")}
+    assert forms == {6, 7}, "messages are packed, a small branch write is not"
+    segments = [ss.loads(v) for _, v in ours.store.items(K.segments("zip", ""), raw=True)]
+    assert any(len(s) == 3 for s in segments), "a segment of messages is packed"
+    # A saver that does not compress extends the thread: its rows and the
+    # packed ones read back together, by either kind of saver.
+    plain = SwarmStateSaver(ours.store, compress=False)
+    for saver in (plain, reference):
+        talk(chat_graph(saver), "zip", 2, start=3)
+
+    def writes(saver: Any) -> list[list[tuple[str, Any]]]:  # task ids are random per run
+        return [[w[1:] for w in t.pending_writes or []] for t in saver.list(cfg("zip"))]
+
+    def values(saver: Any) -> list[Any]:
+        return [t.checkpoint["channel_values"] for t in saver.list(cfg("zip"))]
+
+    for compress in (False, True):
+        fresh = SwarmStateSaver(ours.store, compress=compress)
+        assert writes(fresh) == writes(reference)
+        assert values(fresh) == values(reference)
+    assert sum(map(len, writes(reference))) >= 8
+
+
+def test_compression_is_on_by_default_only_where_it_pays(make_store: MakeStore) -> None:
+    store = make_store()
+    expected = type(store).__name__ == "PostgresStore"
+    assert SwarmStateSaver(store).compress is expected
+    with pytest.raises(ss.InvalidArgumentError, match="compress"):
+        SwarmStateSaver(store, compress="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "size"])
+def test_a_damaged_compressed_write_raises_corrupt_data(make_store: MakeStore, damage: str) -> None:
+    saver = SwarmStateSaver(make_store(), compress=True)
+    talk(chat_graph(saver), "zbad", 2)
+    key, write = next((k, w) for k, w in _stored_writes(saver.store, "zbad") if len(w) == 7)
+    if damage == "truncate":
+        write[5] = write[5][:-4]
+    else:
+        write[6] += 1
+    saver.store.set(K.scope("zbad", ""), key, write)
+    with pytest.raises(ss.CorruptDataError, match="inflate"):
+        list(SwarmStateSaver(saver.store).list(cfg("zbad")))
+
+
 def _previous_layout_graph(saver: Any) -> Any:
     """The graph that wrote ``data/previous-layout.sqlite`` (swarmstate 0.1.0's layout)."""
     from langgraph.types import interrupt
