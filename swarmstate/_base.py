@@ -290,12 +290,19 @@ class BaseStore(abc.ABC):
         check_key(namespace, key)
         return self._values.get((namespace, key)) is not None
 
-    def get_many(self, pairs: Iterable[tuple[str, str]]) -> list[Any]:
-        """Values for each ``(namespace, key)``, in order; missing ones are None."""
+    def get_many(self, pairs: Iterable[tuple[str, str]], *, raw: bool = False) -> list[Any]:
+        """Values for each ``(namespace, key)``, in order; missing ones are None.
+
+        With ``raw``, each value is its stored msgpack bytes, as
+        ``items(raw=True)`` returns them.
+        """
         checked = checked_pairs(pairs)
+        if type(raw) is not bool:
+            check_flag(raw, "raw")
         if not checked:
             return []
-        return [None if data is None else loads(data) for data in self._read_many(checked)]
+        found = self._read_many(checked)
+        return found if raw else [None if data is None else loads(data) for data in found]
 
     def keys(
         self,

@@ -25,6 +25,7 @@ from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_rows as R
+from swarmstate.integrations._lg_memo import Generations
 from swarmstate.integrations._lg_values import Context, Pair, Values
 
 __all__ = ["delta_history"]
@@ -34,10 +35,18 @@ _Group = tuple[Any, list[Any]]  # (checkpoint entry, its write entries)
 
 
 class _Chain:
-    """The groups of one thread namespace, read newest first and kept by checkpoint id."""
+    """The groups of one thread namespace, read newest first and kept by checkpoint id.
 
-    def __init__(self, store: BaseStore, namespace: str, below: str) -> None:
+    A page is read as keys, then the values not cached already: a history
+    of many checkpoints walks mostly the same ancestors for each, and their
+    stored bytes do not change (see :func:`_unchanging`).
+    """
+
+    def __init__(
+        self, store: BaseStore, rows: Generations[Pair, bytes], namespace: str, below: str
+    ) -> None:
         self.store = store
+        self.rows = rows
         self.namespace = namespace
         self.groups: dict[str, _Group] = {}
         self._below: str | None = below  # the next page ends here; None once exhausted
@@ -63,13 +72,28 @@ class _Chain:
 
     def _page(self) -> None:
         assert self._below is not None
-        rows = self.store.items(
-            self.namespace, stop=self._below, reverse=True, limit=_PAGE, raw=True
-        )
-        found, self._pending = R.fold(rows, self._pending)
+        keys = self.store.keys(self.namespace, stop=self._below, reverse=True, limit=_PAGE)
+        found, self._pending = R.fold(self._values_of(keys), self._pending)
         for checkpoint_id, entry, writes in found:
             self.groups.setdefault(checkpoint_id, (entry, writes))
-        self._below = rows[-1][0] if len(rows) == _PAGE else None
+        self._below = keys[-1] if len(keys) == _PAGE else None
+
+    def _values_of(self, keys: list[str]) -> list[tuple[str, bytes]]:
+        """``(key, stored bytes)`` of ``keys``: cached ones as they are, the rest in one read.
+
+        A key deleted since the keys were read is left out, as if the page had
+        been read after the delete.
+        """
+        namespace, cached = self.namespace, self.rows
+        found: list[bytes | None] = [cached.get((namespace, key)) for key in keys]
+        missing = [i for i, data in enumerate(found) if data is None]
+        if missing:
+            read = self.store.get_many([(namespace, keys[i]) for i in missing], raw=True)
+            for i, data in zip(missing, read, strict=True):
+                found[i] = data
+                if data is not None and cached.budget and _unchanging(keys[i]):
+                    cached.put((namespace, keys[i]), data)
+        return [(key, data) for key, data in zip(keys, found, strict=True) if data is not None]
 
 
 def delta_history(
@@ -91,7 +115,7 @@ def delta_history(
             return {channel: {"writes": []} for channel in channels}
         checkpoint_id = K.parse_entry_key(latest[0])[0]
     # The first page reaches up to the target's own group (its key and writes).
-    chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
+    chain = _Chain(store, values.rows, namespace, K.group_range(checkpoint_id)[1])
     target = chain.get(checkpoint_id)
     collected: dict[str, list[list[Any]]] = {channel: [] for channel in channels}
     legacy_seeds: dict[str, Any] = {}
@@ -142,6 +166,17 @@ def delta_history(
             entry["seed"] = seeds[channel]
         result[channel] = entry
     return result
+
+
+def _unchanging(key: str) -> bool:
+    """Whether the bytes under ``key`` of a checkpoint namespace are never rewritten.
+
+    A checkpoint entry is written once under its id (a put of the same id
+    again, by this saver, drops it from the cache), and a pending write to a
+    regular channel is insert-or-ignore. Only the special writes (errors,
+    interrupts, resumes: a negative index, the key's last field) replace.
+    """
+    return key[-1] == K.CHECKPOINT or not key.rpartition(",")[2].startswith("-")
 
 
 def _decode(

@@ -110,6 +110,17 @@ class Generations(Generic[_K, _V]):
         self._young[key] = value
         self._young_size += self._cost(key, value)
 
+    def discard(self, key: _K) -> None:
+        """Forget ``key`` if it is held."""
+        self._young.pop(key, None)
+        self._old.pop(key, None)
+
+    def drop(self, which: Callable[[_K], bool]) -> None:
+        """Forget every entry whose key ``which`` selects."""
+        for generation in (self._young, self._old):
+            for key in [k for k in generation if which(k)]:
+                generation.pop(key, None)
+
 
 class Memo:
     """Content of list items -> the serializer's bytes of them."""

@@ -140,7 +140,13 @@ class Values:
         # a DeltaChannel history walks the same ancestors for each checkpoint
         # it rebuilds. Read-only for its users; equal bytes, equal entry.
         self.entries_by_bytes: Generations[bytes, E.Decoded] = Generations(
-            cache_bytes // 16, lambda data, _: 4 * len(data) + 256
+            cache_bytes // 32, lambda data, _: 4 * len(data) + 256
+        )
+        # The stored bytes of checkpoint entries and of pending writes to
+        # regular channels (insert-or-ignore: never rewritten), by name, for
+        # the same walks: a page of their keys then tells which to fetch.
+        self.rows: Generations[Pair, bytes] = Generations(
+            cache_bytes // 32, lambda pair, data: len(data) + len(pair[1]) + 128
         )
         self._memo = Memo(cache_bytes // 4)
         self.reviver = Reviver(cache_bytes // 4)
@@ -400,7 +406,9 @@ class Values:
 
     def forget(self, thread_id: str) -> None:
         """Drop what the caches hold of one thread (after it was changed by a delete)."""
-        self._recent.drop(K.thread_prefix(thread_id))
+        prefix = K.thread_prefix(thread_id)
+        self._recent.drop(prefix)
+        self.rows.drop(lambda pair: pair[0].startswith(prefix))
         with self._lock:
             for key in [k for k in self._heads if k[0] == thread_id]:
                 del self._heads[key]

@@ -331,7 +331,8 @@ class SwarmStateSaver(ThreadMethods):
             data = E.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
         namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
-        entries.insert(0, (namespace, K.checkpoint_key(checkpoint_id), data))
+        entry_key = K.checkpoint_key(checkpoint_id)
+        entries.insert(0, (namespace, entry_key, data))
         index: _List[tuple[str, str, Any]] = []
         if run_id is not None and (parent is None or parent.run_id != run_id):
             # The run's index entries for this thread namespace, in the same atomic
@@ -350,6 +351,7 @@ class SwarmStateSaver(ThreadMethods):
         # thread's claim, if any, is checked (_lg_guard).
         built_on = (namespace, K.checkpoint_key(parent_id), parent_id) if parent_id else None
         self._guards.write(thread_id, G.fence_of(conf), built_on, write)
+        self._values.rows.discard((namespace, entry_key))  # a put of an id again
         self._values.cache(listings)
         self._values.remember(
             thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)

@@ -77,6 +77,7 @@ def test_the_largest_limit_is_accepted_and_means_all(store: ss.BaseStore) -> Non
 
 def test_items_raw_must_be_a_bool(store: ss.BaseStore) -> None:
     _raises(store, lambda s: s.items("ns", raw="yes"), ss.InvalidArgumentError, "'yes'")
+    _raises(store, lambda s: s.get_many([("ns", "a")], raw=1), ss.InvalidArgumentError, "1")
 
 
 BATCH_CASES: list[tuple[Call, type[Exception], str]] = [

@@ -70,6 +70,15 @@ def test_set_many_stores_all_and_later_items_win(store: ss.BaseStore) -> None:
     assert len(store) == 2
 
 
+def test_get_many_raw_gives_the_stored_bytes_as_items_does(store: ss.BaseStore) -> None:
+    store.set_many([("a", "x", {"n": 1}), ("a", "y", [1, "two"])])
+    stored = dict(store.items("a", raw=True))
+    got = store.get_many([("a", "y"), ("a", "gone"), ("a", "x")], raw=True)
+    assert got == [stored["y"], None, stored["x"]]
+    assert [ss.loads(data) for data in (got[0], got[2])] == [[1, "two"], {"n": 1}]
+    assert store.get_many([], raw=True) == []
+
+
 def test_set_many_is_all_or_nothing(store: ss.BaseStore) -> None:
     store.set("a", "x", "before")
     with pytest.raises(ss.UnsupportedTypeError):

@@ -305,6 +305,50 @@ def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeSt
         assert direct == walked
 
 
+def test_delta_channel_history_sees_what_changed_since_it_last_walked(
+    make_store: MakeStore,
+) -> None:
+    def agent(state: DeltaChat) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"a{n} {_text(n)}", id=f"a{n}")]}
+
+    builder = StateGraph(DeltaChat)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    ours = SwarmStateSaver(make_store())
+    graph = builder.compile(checkpointer=ours)
+    for turn in range(6):
+        graph.invoke({"messages": [HumanMessage(content=f"u{turn}", id=f"u{turn}")]}, cfg("w"))
+
+    def both(found: Any) -> tuple[Any, Any]:
+        direct = ours.get_delta_channel_history(config=found.config, channels=["messages"])
+        walked = BaseCheckpointSaver.get_delta_channel_history(
+            ours, config=found.config, channels=["messages"]
+        )
+        return direct, walked
+
+    tips = list(ours.list(cfg("w")))
+    for found in tips:  # every ancestor's rows read (and remembered) once
+        direct, walked = both(found)
+        assert direct == walked
+    # A write added later to an ancestor, by this saver or any other, is read.
+    ancestor = tips[4]
+    late = HumanMessage(content="late", id="late")
+    SwarmStateSaver(ours.store).put_writes(ancestor.config, [("messages", [late])], "late-task")
+    direct, walked = both(tips[0])
+    assert direct == walked
+    assert any(late in w[2] for w in direct["messages"]["writes"]), "the late write is read"
+    # An ancestor put again under its id (here with no parent) cuts the chain there.
+    again = ours.get_tuple(tips[2].config)
+    assert again is not None
+    root = {**again.config["configurable"]}
+    root.pop("checkpoint_id")
+    ours.put({"configurable": root}, again.checkpoint, again.metadata, {})
+    direct, walked = both(tips[0])
+    assert direct == walked
+    assert not any(late in w[2] for w in direct["messages"]["writes"]), "older than the cut"
+
+
 @pytest.mark.parametrize(
     "damage",
     [
