@@ -47,7 +47,7 @@ import msgpack
 
 from swarmstate._codec import dumps
 from swarmstate._errors import DecodeError
-from swarmstate.integrations._lg_pack import pack, unpack
+from swarmstate.integrations._lg_pack import SEGMENT_AT_LEAST, pack, unpack
 
 __all__ = [
     "FANIN",
@@ -224,7 +224,7 @@ def _segment(
     bounds = offsets[start : stop + 1]
     lengths = [b - a for a, b in pairwise(bounds)]
     items = data[skip + offsets[start] : skip + offsets[stop]]
-    packed = pack(items) if compress else None
+    packed = pack(items, SEGMENT_AT_LEAST) if compress else None
     return dumps([lengths, items] if packed is None else [lengths, packed, _PACKED])
 
 

@@ -15,15 +15,23 @@ from __future__ import annotations
 import zlib
 from typing import Final
 
-__all__ = ["AT_LEAST", "pack", "unpack"]
+__all__ = ["AT_LEAST", "SEGMENT_AT_LEAST", "pack", "unpack"]
 
 AT_LEAST: Final = 256
 """Shorter strings are stored as they are (too little to gain)."""
+SEGMENT_AT_LEAST: Final = 1024
+"""A list segment shorter than this (one message, written by the put that
+adds it) is stored as it is. zlib lets other threads run while it works, and
+on the runtime's worker threads a put then waits for the main thread to give
+the interpreter back, which costs far more than the compression itself
+(measured in the growth section). Merged segments, written once per several
+puts, hold most of a conversation's bytes and are compressed."""
 
 
-def pack(raw: bytes) -> bytes | None:
-    """``raw`` compressed, or None when it is short or does not compress by an eighth."""
-    if len(raw) < AT_LEAST:
+def pack(raw: bytes, at_least: int = AT_LEAST) -> bytes | None:
+    """``raw`` compressed, or None when it is shorter than ``at_least`` or does not
+    compress by an eighth."""
+    if len(raw) < at_least:
         return None
     packed = zlib.compress(raw, 1)
     return packed if len(packed) <= len(raw) - len(raw) // 8 else None

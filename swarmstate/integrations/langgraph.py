@@ -133,13 +133,14 @@ class SwarmStateSaver(ThreadMethods):
             because of it, only slower without.
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
-        compress: Store serialized messages zlib-compressed (list segments
-            and pending writes of 256 bytes or more, where that saves an
-            eighth). Default (None): on for ``PostgresStore``, which stores
-            rows under about 2 kB as they are and sends every byte over the
-            network; off for ``Store`` and ``DiskStore``, where the first
-            read of a long thread would pay to inflate its messages. Stored
-            rows say whether they are compressed, so every saver reads both.
+        compress: Store serialized messages zlib-compressed (pending
+            writes of 256 bytes or more and merged list segments of 1 kB or
+            more, where that saves an eighth). Default (None): on for
+            ``PostgresStore``, which stores rows under about 2 kB as they
+            are and sends every byte over the network; off for ``Store``
+            and ``DiskStore``, where the first read of a long thread would
+            pay to inflate its messages. Stored rows say whether they are
+            compressed, so every saver reads both.
 
     Thread-safe: the runtime calls ``put``/``put_writes`` from worker threads
     while reading on the caller's thread; every write is one atomic store
