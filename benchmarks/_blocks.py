@@ -232,11 +232,11 @@ WHY = {
     "disk.restore.flat.100": "SQLite itself (the floor: the same keys rewritten bare) "
     "grows about as much between these sizes: the changed rows and index pages are "
     "scattered in a large file and mostly shared in a small one",
-    f"growth.bytes.{_PG}": "the same layout is under its limit in a SQLite file; on "
-    "PostgreSQL each of the many small rows sharing makes (checkpoint entries with "
-    "LangGraph's version maps, pending writes, list segments, about a third each) also "
-    "pays a tuple header and an entry in the (ns, key) index, and values under 2 kB are "
-    "never compressed there",
+    f"growth.bytes.{_PG}": "on PostgreSQL each of the many small rows sharing makes "
+    "(checkpoint entries with LangGraph's version maps, pending writes, list segments) also "
+    "pays a tuple header and an entry in the (ns, key) index, whose pages stay half full "
+    "where a thread's namespaces insert in the middle of it; large messages are stored "
+    "compressed there (compress=True) to stay under the limit",
     **{f"growth.history20.{ours}": _HISTORY for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.get_state.{ours}": _GET_STATE for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.get_state_first.{ours}": _FIRST_READ for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
@@ -246,14 +246,18 @@ WHY = {
     f"growth.put.{_DISK_FULL}": "the median is within the limit, the upper quartile just "
     "above it: both savers fsync each commit, which is the same cost however much "
     "less we write",
-    "growth.delta.put": "with DeltaChannel the peer's put is one INSERT of a small blob; "
-    "ours is one statement too (the guard's condition inside it), but does more Python "
-    "work around it: the entry's inline forms from its parent's, the store's checks. A "
-    "fixed cost per put that the plain graph's large puts hide",
+    "growth.delta.put": "with DeltaChannel the peer's put is one INSERT of a small blob "
+    "and a commit; ours is one statement too, with the guard's condition inside it. Timed "
+    "inside the graph (the runtime's worker threads, caches cold between puts), our "
+    "statement takes more CPU than the peer's INSERT and commit (it also gives the row its "
+    "snapshot id and checks the guard), and the Python around it (the entry's inline forms "
+    "from its parent's, the head kept for the child, the store's checks) is longer than the "
+    "peer's. A fixed cost per put that the plain graph's large puts hide",
     "growth.delta.history20": "LangGraph rebuilds each DeltaChannel value by replaying "
     "the writes since its last snapshot through the graph's reducer, for every checkpoint "
     "of the page, whichever saver returns them: most of the call. Our part, reading the "
-    "chain and decoding its writes (stored messages rebuilt), is what is faster",
+    "chain (a page of keys, then the rows not met before) and decoding its writes and the "
+    "snapshot it starts from (fresh objects for every checkpoint), is what is faster",
 }
 
 
