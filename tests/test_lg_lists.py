@@ -152,6 +152,7 @@ def test_items_that_do_not_compress_are_stored_as_they_are() -> None:
         lambda lengths, packed: [[*lengths, 10], packed, 1],  # holds less
         lambda lengths, packed: [[], packed, 1],  # names no items at all
         lambda lengths, packed: [lengths, b"not zlib at all", 1],
+        lambda lengths, packed: {0: lengths, 1: packed, 2: 1},  # a map, not a list
     ],
 )
 def test_a_damaged_packed_segment_is_a_decode_error(damage: Any) -> None:

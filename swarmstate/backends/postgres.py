@@ -391,7 +391,8 @@ class PostgresStore(BaseStore):
         )
         out: list[bytes | None] = [None] * len(pairs)
         for ordinal, data in rows:
-            out[ordinal - 1] = data
+            # psycopg's pure-Python loader gives a buffer; get_many(raw=True) promises bytes.
+            out[ordinal - 1] = data if type(data) is bytes else bytes(data)
         return out
 
     def _range(

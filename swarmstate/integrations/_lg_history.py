@@ -25,8 +25,7 @@ from swarmstate._errors import CorruptDataError
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_rows as R
-from swarmstate.integrations._lg_memo import Generations
-from swarmstate.integrations._lg_values import Context, Pair, Values
+from swarmstate.integrations._lg_values import Context, Pair, Rows, Values
 
 __all__ = ["delta_history"]
 
@@ -42,9 +41,7 @@ class _Chain:
     stored bytes do not change (see :func:`_unchanging`).
     """
 
-    def __init__(
-        self, store: BaseStore, rows: Generations[Pair, bytes], namespace: str, below: str
-    ) -> None:
+    def __init__(self, store: BaseStore, rows: Rows, namespace: str, below: str) -> None:
         self.store = store
         self.rows = rows
         self.namespace = namespace
@@ -84,14 +81,17 @@ class _Chain:
         A key deleted since the keys were read is left out, as if the page had
         been read after the delete.
         """
-        namespace, cached = self.namespace, self.rows
+        namespace, rows = self.namespace, self.rows
+        cached = rows.cache
         found: list[bytes | None] = [cached.get((namespace, key)) for key in keys]
         missing = [i for i, data in enumerate(found) if data is None]
         if missing:
+            changes = rows.changes
             read = self.store.get_many([(namespace, keys[i]) for i in missing], raw=True)
+            keep = cached.budget and rows.changes == changes  # no drop while reading
             for i, data in zip(missing, read, strict=True):
                 found[i] = data
-                if data is not None and cached.budget and _unchanging(keys[i]):
+                if keep and data is not None and _unchanging(keys[i]):
                     cached.put((namespace, keys[i]), data)
         return [(key, data) for key, data in zip(keys, found, strict=True) if data is not None]
 

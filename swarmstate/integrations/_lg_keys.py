@@ -22,7 +22,9 @@ A checkpoint entry's value (its layouts: :mod:`._lg_entry`) holds the
 checkpoint with its metadata, parent id and run id; its channel values are
 stored once per ``(channel, version)`` beside it (:mod:`._lg_values`, with
 list values cut into shared segments by :mod:`._lg_lists`); a pending write's is
-``[task id, idx, task path, channel, type, bytes]``. A checkpoint key ends in
+``[task id, idx, task path, channel, type, bytes]``, or with the bytes
+compressed (:mod:`._lg_pack`) ``[task id, idx, task path, channel, type,
+packed, size]``. A checkpoint key ends in
 :data:`CHECKPOINT`; a write key ends in its index's last digit, so the last
 character tells them apart.
 The run index holds one entry per run and (thread, checkpoint namespace) it

@@ -234,6 +234,8 @@ def parse_segment(stored: Any) -> tuple[array[int], bytes]:
     Reads both stored forms, ``[lengths, items]`` and ``[lengths, packed, 1]``.
     """
     try:
+        if type(stored) is not list:
+            raise TypeError(f"a {type(stored).__name__}, not a list")
         if len(stored) == 3 and stored[2] == _PACKED and type(stored[1]) is bytes:
             lengths, packed, _ = stored
             offsets = array("q", accumulate(lengths, initial=0))

@@ -118,7 +118,9 @@ class Generations(Generic[_K, _V]):
     def drop(self, which: Callable[[_K], bool]) -> None:
         """Forget every entry whose key ``which`` selects."""
         for generation in (self._young, self._old):
-            for key in [k for k in generation if which(k)]:
+            # list() copies the keys in one step (no Python code runs inside
+            # it), so another thread's put cannot change the dict under it.
+            for key in [k for k in list(generation) if which(k)]:
                 generation.pop(key, None)
 
 

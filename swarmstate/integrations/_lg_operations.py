@@ -142,11 +142,9 @@ class ThreadMethods(AsyncMethods):
         other whole. Entries already in the target under the same keys are
         replaced.
         """
-        T.copy_thread(
-            self.store,
-            C.thread_id_of({"thread_id": source_thread_id}),
-            C.thread_id_of({"thread_id": target_thread_id}),
-        )
+        target = C.thread_id_of({"thread_id": target_thread_id})
+        T.copy_thread(self.store, C.thread_id_of({"thread_id": source_thread_id}), target)
+        self._values.forget(target)  # what the copy replaced there
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.

@@ -12,6 +12,7 @@ forms say which they are, so every earlier row still reads as it was.
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import Final
 
@@ -20,8 +21,8 @@ __all__ = ["AT_LEAST", "SEGMENT_AT_LEAST", "pack", "unpack"]
 AT_LEAST: Final = 256
 """Shorter strings are stored as they are (too little to gain)."""
 SEGMENT_AT_LEAST: Final = 1024
-"""A list segment shorter than this (one message, written by the put that
-adds it) is stored as it is. zlib lets other threads run while it works, and
+"""A list segment shorter than this (usually one message, written by the put
+that adds it) is stored as it is. zlib lets other threads run while it works, and
 on the runtime's worker threads a put then waits for the main thread to give
 the interpreter back, which costs far more than the compression itself
 (measured in the growth section). Merged segments, written once per several
@@ -43,12 +44,12 @@ def unpack(packed: bytes, size: int) -> bytes | None:
     Never inflates past ``size``, so a damaged row cannot take more memory
     than the value it stood for.
     """
-    if size < 1:
+    if not 1 <= size <= sys.maxsize:
         return None
     try:
         inflate = zlib.decompressobj()
         raw = inflate.decompress(packed, size)
-    except zlib.error:
+    except (zlib.error, OverflowError, MemoryError):
         return None
     if len(raw) != size or not inflate.eof or inflate.unconsumed_tail or inflate.unused_data:
         return None

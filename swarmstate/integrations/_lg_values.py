@@ -29,7 +29,10 @@ written or read versions (the next ``put`` of the thread compares bytes with
 its parent's instead of reading them back, a read of the latest checkpoint
 needs no segment, and a DeltaChannel snapshot that many reads start from is
 fetched once), the heads of recent checkpoints, and serialized items
-by content (:mod:`._lg_memo`). None can be made stale by another process.
+by content (:mod:`._lg_memo`); for DeltaChannel history walks, stored rows by
+name (:class:`Rows`). None of these names is reused for other content in a
+thread's life, so another process cannot make them stale, except by putting
+a checkpoint id again or copying over an existing thread (:class:`Rows`).
 
 Space comes back through :meth:`Values.collect`: after checkpoints are
 deleted, the values and segments no remaining checkpoint of that thread
@@ -41,6 +44,7 @@ namespace references are deleted too. It lists the value and segment keys
 from __future__ import annotations
 
 import threading
+import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,7 +59,7 @@ from swarmstate.integrations import _lg_lists as L
 from swarmstate.integrations._lg_memo import Generations, Memo
 from swarmstate.integrations._lg_revive import Reviver
 
-__all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Values"]
+__all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Rows", "Values"]
 
 BLOB: Final = 0
 LIST: Final = 1
@@ -129,6 +133,50 @@ class _Recent:
                 self._size -= len(self._items.pop(pair).data)
 
 
+class Rows:
+    """Stored bytes of checkpoint entries and of pending writes to regular channels, by name.
+
+    For DeltaChannel history walks, which read a page of keys and then only
+    the rows they have not met. Neither kind is rewritten under its key in a
+    thread's life: an entry is written once under its checkpoint's id (a put
+    of the same id again drops it here), a regular pending write is
+    insert-or-ignore. One per store in a process, shared by its savers, so a
+    put, delete or copy through any of them drops what it changed. ``changes``
+    counts those drops: a walk keeps what it fetched only if none happened
+    while it read, so it never keeps bytes older than a drop.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.cache: Generations[Pair, bytes] = Generations(
+            budget, lambda pair, data: len(data) + len(pair[1]) + 128
+        )
+        self.changes = 0
+
+    @classmethod
+    def of(cls, store: BaseStore, budget: int) -> Rows:
+        """The store's shared instance (made with the first nonzero budget); 0: a disabled one."""
+        if budget <= 0:
+            return cls(0)
+        with _SHARED_LOCK:
+            found = _SHARED_ROWS.get(store)
+            if found is None:
+                found = _SHARED_ROWS[store] = cls(budget)
+            return found
+
+    def discard(self, pair: Pair) -> None:
+        self.changes += 1
+        self.cache.discard(pair)
+
+    def drop(self, prefix: str) -> None:
+        """Forget every row of the namespaces under ``prefix``."""
+        self.changes += 1
+        self.cache.drop(lambda pair: pair[0].startswith(prefix))
+
+
+_SHARED_ROWS: weakref.WeakKeyDictionary[BaseStore, Rows] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
 class Values:
     """Channel values of every thread of one store: writes, batched reads, reclaim."""
 
@@ -142,12 +190,7 @@ class Values:
         self.entries_by_bytes: Generations[bytes, E.Decoded] = Generations(
             cache_bytes // 32, lambda data, _: 4 * len(data) + 256
         )
-        # The stored bytes of checkpoint entries and of pending writes to
-        # regular channels (insert-or-ignore: never rewritten), by name, for
-        # the same walks: a page of their keys then tells which to fetch.
-        self.rows: Generations[Pair, bytes] = Generations(
-            cache_bytes // 32, lambda pair, data: len(data) + len(pair[1]) + 128
-        )
+        self.rows = Rows.of(store, cache_bytes // 32)
         self._memo = Memo(cache_bytes // 4)
         self.reviver = Reviver(cache_bytes // 4)
         self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
@@ -408,7 +451,7 @@ class Values:
         """Drop what the caches hold of one thread (after it was changed by a delete)."""
         prefix = K.thread_prefix(thread_id)
         self._recent.drop(prefix)
-        self.rows.drop(lambda pair: pair[0].startswith(prefix))
+        self.rows.drop(prefix)
         with self._lock:
             for key in [k for k in self._heads if k[0] == thread_id]:
                 del self._heads[key]

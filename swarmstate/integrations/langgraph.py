@@ -134,8 +134,8 @@ class SwarmStateSaver(ThreadMethods):
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
         compress: Store serialized messages zlib-compressed (pending
-            writes of 256 bytes or more and merged list segments of 1 kB or
-            more, where that saves an eighth). Default (None): on for
+            writes of 256 bytes or more and list segments of 1 kB or more,
+            where that saves an eighth). Default (None): on for
             ``PostgresStore``, which stores rows under about 2 kB as they
             are and sends every byte over the network; off for ``Store``
             and ``DiskStore``, where the first read of a long thread would

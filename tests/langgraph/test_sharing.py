@@ -338,15 +338,53 @@ def test_delta_channel_history_sees_what_changed_since_it_last_walked(
     direct, walked = both(tips[0])
     assert direct == walked
     assert any(late in w[2] for w in direct["messages"]["writes"]), "the late write is read"
-    # An ancestor put again under its id (here with no parent) cuts the chain there.
+    # An ancestor put again under its id (here with no parent), through another
+    # saver of the same store, cuts the chain there.
     again = ours.get_tuple(tips[2].config)
     assert again is not None
     root = {**again.config["configurable"]}
     root.pop("checkpoint_id")
-    ours.put({"configurable": root}, again.checkpoint, again.metadata, {})
+    SwarmStateSaver(ours.store).put({"configurable": root}, again.checkpoint, again.metadata, {})
     direct, walked = both(tips[0])
     assert direct == walked
     assert not any(late in w[2] for w in direct["messages"]["writes"]), "older than the cut"
+    # A copy replaces what the target held under the same keys: read as replaced.
+    ours.copy_thread("w", "w2")
+    copied = [t.config for t in ours.list(cfg("w2"))]
+    for config in copied:  # walked (and remembered) once
+        ours.get_delta_channel_history(config=config, channels=["messages"])
+    ours.put({"configurable": {**root, "thread_id": "w"}}, tips[1].checkpoint, again.metadata, {})
+    SwarmStateSaver(ours.store).copy_thread("w", "w2")
+    for config in copied:
+        direct = ours.get_delta_channel_history(config=config, channels=["messages"])
+        walked = BaseCheckpointSaver.get_delta_channel_history(
+            ours, config=config, channels=["messages"]
+        )
+        assert direct == walked
+
+
+def test_a_history_walk_keeps_no_row_it_read_while_a_put_dropped_one() -> None:
+    from swarmstate.integrations import _lg_history as H
+
+    saver = SwarmStateSaver(ss.Store())
+    talk(chat_graph(saver), "race", 2)
+    store, rows = saver.store, saver._values.rows
+    namespace = K.scope("race", "")
+    keys = store.keys(namespace)
+    read = store.get_many
+
+    def read_during_a_put(pairs: Any, raw: bool = False) -> list[Any]:
+        found = read(pairs, raw=raw)
+        rows.discard((namespace, keys[0]))  # a put's drop lands while the walk reads
+        return found
+
+    store.get_many = read_during_a_put  # type: ignore[method-assign]
+    chain = H._Chain(store, rows, namespace, keys[-1] + "\uffff")
+    assert [key for key, _ in chain._values_of(keys)] == keys
+    assert not any((namespace, key) in rows.cache for key in keys), "nothing kept"
+    store.get_many = read  # type: ignore[method-assign]
+    chain._values_of(keys)
+    assert all((namespace, key) in rows.cache for key in keys), "kept when nothing changed"
 
 
 @pytest.mark.parametrize(
@@ -429,15 +467,17 @@ def test_compression_is_on_by_default_only_where_it_pays(make_store: MakeStore) 
         SwarmStateSaver(store, compress="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "size"])
+@pytest.mark.parametrize("damage", ["truncate", "size", "huge size"])
 def test_a_damaged_compressed_write_raises_corrupt_data(make_store: MakeStore, damage: str) -> None:
     saver = SwarmStateSaver(make_store(), compress=True)
     talk(chat_graph(saver), "zbad", 2)
     key, write = next((k, w) for k, w in _stored_writes(saver.store, "zbad") if len(w) == 7)
     if damage == "truncate":
         write[5] = write[5][:-4]
-    else:
+    elif damage == "size":
         write[6] += 1
+    else:
+        write[6] = 2**64 - 1
     saver.store.set(K.scope("zbad", ""), key, write)
     with pytest.raises(ss.CorruptDataError, match="inflate"):
         list(SwarmStateSaver(saver.store).list(cfg("zbad")))
