@@ -268,7 +268,9 @@ class DeltaChat(TypedDict):
     messages: Annotated[list[AnyMessage], DeltaChannel(_fold, snapshot_frequency=4)]
 
 
-def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeStore) -> None:
+def _delta_builder() -> Any:
+    """One agent node over a DeltaChannel of messages."""
+
     def agent(state: DeltaChat) -> dict[str, Any]:
         n = len(state["messages"])
         return {"messages": [AIMessage(content=f"a{n} {_text(n)}", id=f"a{n}")]}
@@ -276,6 +278,20 @@ def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeSt
     builder = StateGraph(DeltaChat)
     builder.add_node("agent", agent)
     builder.add_edge(START, "agent")
+    return builder
+
+
+def _direct_and_walked(saver: SwarmStateSaver, config: Any) -> tuple[Any, Any]:
+    """The saver's direct chain read, and the contract's own get_tuple walk."""
+    direct = saver.get_delta_channel_history(config=config, channels=["messages"])
+    walked = BaseCheckpointSaver.get_delta_channel_history(
+        saver, config=config, channels=["messages"]
+    )
+    return direct, walked
+
+
+def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeStore) -> None:
+    builder = _delta_builder()
     ours = SwarmStateSaver(make_store())
     reference = InMemorySaver()
     for saver in (ours, reference):
@@ -298,34 +314,20 @@ def test_delta_channel_history_matches_the_contracts_own_walk(make_store: MakeSt
     assert mine == theirs
     # The direct read of the chain equals the contract's get_tuple walk, checkpoint by checkpoint.
     for found in ours.list(cfg("d")):
-        direct = ours.get_delta_channel_history(config=found.config, channels=["messages"])
-        walked = BaseCheckpointSaver.get_delta_channel_history(
-            ours, config=found.config, channels=["messages"]
-        )
+        direct, walked = _direct_and_walked(ours, found.config)
         assert direct == walked
 
 
 def test_delta_channel_history_sees_what_changed_since_it_last_walked(
     make_store: MakeStore,
 ) -> None:
-    def agent(state: DeltaChat) -> dict[str, Any]:
-        n = len(state["messages"])
-        return {"messages": [AIMessage(content=f"a{n} {_text(n)}", id=f"a{n}")]}
-
-    builder = StateGraph(DeltaChat)
-    builder.add_node("agent", agent)
-    builder.add_edge(START, "agent")
     ours = SwarmStateSaver(make_store())
-    graph = builder.compile(checkpointer=ours)
+    graph = _delta_builder().compile(checkpointer=ours)
     for turn in range(6):
         graph.invoke({"messages": [HumanMessage(content=f"u{turn}", id=f"u{turn}")]}, cfg("w"))
 
     def both(found: Any) -> tuple[Any, Any]:
-        direct = ours.get_delta_channel_history(config=found.config, channels=["messages"])
-        walked = BaseCheckpointSaver.get_delta_channel_history(
-            ours, config=found.config, channels=["messages"]
-        )
-        return direct, walked
+        return _direct_and_walked(ours, found.config)
 
     tips = list(ours.list(cfg("w")))
     for found in tips:  # every ancestor's rows read (and remembered) once
@@ -356,10 +358,7 @@ def test_delta_channel_history_sees_what_changed_since_it_last_walked(
     ours.put({"configurable": {**root, "thread_id": "w"}}, tips[1].checkpoint, again.metadata, {})
     SwarmStateSaver(ours.store).copy_thread("w", "w2")
     for config in copied:
-        direct = ours.get_delta_channel_history(config=config, channels=["messages"])
-        walked = BaseCheckpointSaver.get_delta_channel_history(
-            ours, config=config, channels=["messages"]
-        )
+        direct, walked = _direct_and_walked(ours, config)
         assert direct == walked
 
 
