@@ -176,7 +176,7 @@ def _unchanging(key: str) -> bool:
     regular channel is insert-or-ignore. Only the special writes (errors,
     interrupts, resumes: a negative index, the key's last field) replace.
     """
-    return key[-1] == K.CHECKPOINT or not key.rpartition(",")[2].startswith("-")
+    return key[-1] == K.CHECKPOINT or not K.is_special_write(key)
 
 
 def _decode(

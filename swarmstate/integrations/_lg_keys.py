@@ -73,6 +73,7 @@ __all__ = [
     "checkpoint_key",
     "field",
     "group_range",
+    "is_special_write",
     "ordered",
     "parse_entry_key",
     "parse_run_key",
@@ -169,6 +170,14 @@ def checkpoint_key(checkpoint_id: str) -> str:
 def write_key(checkpoint_id: str, task_id: str, idx: int) -> str:
     """Key of one pending write of a checkpoint."""
     return f"{ordered(checkpoint_id)}{WRITE}{len(task_id)}:{task_id},{idx}"
+
+
+def is_special_write(key: str) -> bool:
+    """Whether a write key's index is negative (an error, interrupt or resume write).
+
+    The index is the key's last field, after the length-prefixed task id.
+    """
+    return key.rpartition(",")[2].startswith("-")
 
 
 def group_range(checkpoint_id: str) -> tuple[str, str]:

@@ -236,13 +236,11 @@ def parse_segment(stored: Any) -> tuple[array[int], bytes]:
     try:
         if type(stored) is not list:
             raise TypeError(f"a {type(stored).__name__}, not a list")
-        if len(stored) == 3 and stored[2] == _PACKED and type(stored[1]) is bytes:
-            lengths, packed, _ = stored
-            offsets = array("q", accumulate(lengths, initial=0))
-            items = unpack(packed, offsets[-1])
-        else:
-            lengths, items = stored
-            offsets = array("q", accumulate(lengths, initial=0))
+        packed = len(stored) == 3 and stored[2] == _PACKED and type(stored[1]) is bytes
+        lengths, items = (stored[0], stored[1]) if packed else stored
+        offsets = array("q", accumulate(lengths, initial=0))
+        if packed:
+            items = unpack(items, offsets[-1])
     except (ValueError, TypeError, OverflowError) as exc:
         raise DecodeError(f"a stored list segment is malformed ({exc})") from exc
     if type(items) is not bytes or offsets[-1] != len(items) or min(lengths, default=1) < 1:

@@ -148,8 +148,6 @@ class SwarmStateSaver(ThreadMethods):
     """
 
     store: BaseStore
-    compress: bool
-    """Whether large serialized messages are stored compressed (see ``compress``)."""
 
     def __init__(
         self,
@@ -177,10 +175,11 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(f"compress must be a bool or None, got {compress!r}")
         super().__init__(serde=serde if serde is not None else strict_serializer())
         self.store = store if store is not None else Store()
-        self.compress = type(self.store)._compress_large_values if compress is None else compress
+        if compress is None:
+            compress = type(self.store)._compress_large_values
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
-        self._values = Values(self.store, cache_bytes, self.compress)
+        self._values = Values(self.store, cache_bytes, compress)
         self._retainer = Retainer(self.store, self._values)
         self._guards = Guards(self.store)
         self.retention = retention
@@ -194,6 +193,11 @@ class SwarmStateSaver(ThreadMethods):
 
     def __repr__(self) -> str:
         return f"SwarmStateSaver({self.store!r})"
+
+    @property
+    def compress(self) -> bool:
+        """Whether large serialized messages are stored compressed (see ``compress``)."""
+        return self._values.compress
 
     # -- lifecycle -------------------------------------------------------
 
