@@ -55,7 +55,9 @@ def section_workers(cfg: Config, res: Results, workdir: Path) -> None:
         saver = SwarmStateSaver(store)
         control = SwarmStateSaver(store)
         # The guard bypassed: the write with no condition.
-        control._guards.write = lambda thread, fence, built_on, write: write([])  # type: ignore[method-assign]
+        control._guards.write = (  # type: ignore[method-assign]
+            lambda thread, fence, built_on, items, _set=store.set_many, **kw: _set(items, **kw)
+        )
         token = saver.claim("fenced", ttl=3600)
         runs = {
             "control": (control, "control", {}),

@@ -154,7 +154,8 @@ def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
         if type(entry) is tuple and len(entry) == 3:
             ns, key, value = entry
             if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
-                append(((ns, key), encode(value, raw)))  # the common case decided inline
+                # The common case decided inline.
+                append(((ns, key), value if raw and type(value) is bytes else encode(value, raw)))
                 continue
         if type(entry) not in (tuple, list) or len(entry) != 3:
             raise InvalidArgumentError(
@@ -170,6 +171,17 @@ def checked_requirements(require: Iterable[tuple[str, str, Any]]) -> list[Requir
     """The conditions of ``set_many(require=...)``, each checked; raises before returning any."""
     checked: list[Requirement] = []
     for entry in require:
+        if type(entry) is tuple and len(entry) == 3:
+            ns, key, expected = entry
+            if (
+                type(ns) is str
+                and type(key) is str
+                and ns.isascii()
+                and key.isascii()
+                and (expected is ABSENT or expected is PRESENT or type(expected) is bytes)
+            ):
+                checked.append(((ns, key), expected))  # the common case decided inline
+                continue
         if type(entry) not in (tuple, list) or len(entry) != 3:
             raise InvalidArgumentError(
                 f"require takes (namespace, key, expected) tuples, got {entry!r}"

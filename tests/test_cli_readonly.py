@@ -56,6 +56,13 @@ def test_every_write_through_a_readonly_store_raises_and_changes_nothing(db: Pat
             "set": lambda: store.set("ns0", "k000", 1),
             "set_many": lambda: store.set_many([("a", "b", 1)]),
             "set_many ensure": lambda: store.set_many([], ensure=[("a", "b", 1)]),
+            # One row on a condition: the one-statement write.
+            "set_many require": lambda: store.set_many(
+                [("a", "b", 1)], require=[("a", "c", ss.ABSENT)]
+            ),
+            "set_many require present": lambda: store.set_many(
+                [("a", "b", 1)], require=[("ns0", "k000", ss.PRESENT)]
+            ),
             "delete": lambda: store.delete("ns0", "k000"),
             "delete_many": lambda: store.delete_many([("ns0", "k000")]),
             "delete_prefix": lambda: store.delete_prefix("ns"),

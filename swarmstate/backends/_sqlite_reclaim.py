@@ -176,7 +176,7 @@ def _incremental(store: DiskStore, conn: Connection) -> tuple[int, int, float]:
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     try:
         while target is None or freed < target:
-            began, free, left = store._write("reclaim space", partial(_step, pages=pages))
+            began, free, left = store._write("reclaim space", partial(_step, pages=pages), conn)
             now = time.monotonic()
             elapsed = now - began
             if target is None:

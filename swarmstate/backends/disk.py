@@ -4,9 +4,17 @@ Values and every row version a retained snapshot needs live in one table
 (see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: each
-thread gets its own connection (a new thread takes over one whose thread
-has ended), writes take the write lock up front
-(``BEGIN IMMEDIATE``), and a process that forks opens fresh connections.
+thread reads on its own connection (a new thread takes over one whose thread
+has ended); the writes of a process queue on one lock and go through one
+connection, taking SQLite's write lock up front (``BEGIN IMMEDIATE``); a
+process that forks opens fresh connections.
+
+One write connection, not the writing thread's: SQLite empties a
+connection's page cache when the file changed since its last transaction,
+so with a connection per thread a write after another thread's write
+started cold, reading each page of its b-tree paths again. The one writer
+of a process is usually the last to have changed the file, and finds them
+cached.
 
 Fork and closing from other threads: see :mod:`swarmstate.backends._disk_process`.
 """
@@ -205,21 +213,51 @@ class DiskStore(BaseStore):
         self._conns_lock = threading.Lock()
         # Threads of one process queue here, without SQLite's sleep-and-retry.
         self._write_lock = threading.Lock()
+        self._writer: Connection | None = None  # used only with _write_lock held
 
-    def _conn(self) -> Connection:
-        """This thread's connection; opens one on first use and after a fork."""
+    def _check_open(self) -> None:
+        """Raise once closed; after a fork, leave the parent's connections behind."""
         if self._closed:
             raise self._closed_error()
         if os.getpid() != self._pid:
             with self._conns_lock:
-                process.ABANDONED.extend(conn for _, conn in self._conns)
+                process.ABANDONED.extend(self._own_connections())
             self._reset_process_state()
+
+    def _own_connections(self) -> list[Connection]:
+        writer = [] if self._writer is None else [self._writer]
+        return [conn for _, conn in self._conns] + writer
+
+    def _conn(self) -> Connection:
+        """This thread's connection; opens one on first use and after a fork."""
+        self._check_open()
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None or (self.readonly and ro.went_stale(self._file, self._local.stamp)):
             conn = self._new_connection()
         return conn
 
-    def _new_connection(self) -> Connection:
+    def _write_conn(self) -> Connection:
+        """The connection this process writes with.
+
+        Call :meth:`_check_open` first (after a fork it replaces the lock),
+        then this with ``_write_lock`` held.
+        """
+        if self._closed:  # close() ran meanwhile
+            raise self._closed_error()
+        conn = self._writer
+        if conn is None and self.readonly:
+            self._check_writable()
+        if conn is None:
+            self._check_not_wedged()
+            try:
+                conn = sql.open_connection(self._file)
+                sql.configure(conn, self.synchronous, self.busy_timeout)
+            except apsw.Error as exc:
+                raise self._fail(exc, "open a connection") from exc
+            self._writer = conn
+        return conn
+
+    def _check_not_wedged(self) -> None:
         if process.forked_mid_write(self._file):
             raise StorageError(
                 f"{self._file}: this process was forked while another thread of its parent "
@@ -227,6 +265,9 @@ class DiskStore(BaseStore):
                 "in this process will always see that write's lock as taken; use the file "
                 "from a process started with spawn or forkserver, or fork when no write runs"
             )
+
+    def _new_connection(self) -> Connection:
+        self._check_not_wedged()
         adopted = None if self.readonly else self._adopt()
         if adopted is not None:
             self._local.conn = adopted
@@ -300,15 +341,21 @@ class DiskStore(BaseStore):
         self._closed = True
         if os.getpid() != self._pid:
             with self._conns_lock:
-                process.ABANDONED.extend(conn for _, conn in self._conns)
-                self._conns = []
+                process.ABANDONED.extend(self._own_connections())
+                self._conns, self._writer = [], None
             return
         deadline = time.monotonic() + self.busy_timeout
         held = self._write_lock.acquire(timeout=self.busy_timeout)
         try:
             with self._conns_lock:
-                self._conns = process.close_all(self._conns, deadline)
-                left = len(self._conns)
+                writer = self._writer
+                conns = self._conns
+                if writer is not None:
+                    conns = [*conns, (weakref.ref(threading.current_thread()), writer)]
+                left_open = process.close_all(conns, deadline)
+                self._conns = [entry for entry in left_open if entry[1] is not writer]
+                self._writer = writer if len(self._conns) < len(left_open) else None
+                left = len(left_open)
         finally:
             if held:
                 self._write_lock.release()
@@ -339,12 +386,19 @@ class DiskStore(BaseStore):
                 "open it without readonly to write"
             )
 
-    def _write(self, action: str, body: Callable[[Connection], _T]) -> _T:
-        """Run ``body`` in one write transaction that holds the write lock from the start."""
+    def _write(
+        self, action: str, body: Callable[[Connection], _T], conn: Connection | None = None
+    ) -> _T:
+        """Run ``body`` in one write transaction that holds the write lock from the start.
+
+        On the process's write connection, or on ``conn`` (this thread's).
+        """
         self._check_writable()
-        conn = self._conn()
+        self._check_open()
         with self._write_lock:
             try:
+                if conn is None:
+                    conn = self._write_conn()
                 self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
                 try:
                     result = body(conn)
@@ -452,8 +506,12 @@ class DiskStore(BaseStore):
         changed nothing, or the file was busy): the caller then runs the
         checked write in a transaction of its own, which tells these apart.
         """
-        conn = self._conn()
+        if self._writer is None or os.getpid() != self._pid:
+            self._check_open()
         with self._write_lock:
+            conn = self._writer
+            if conn is None or self._closed:
+                conn = self._write_conn()
             try:
                 conn.execute(statement, params)
                 return bool(conn.changes())
@@ -473,17 +531,19 @@ class DiskStore(BaseStore):
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        params = [(k[0], k[1], len(data), data) for k, data in rows]
         if (
-            len(params) == 1
+            len(rows) == 1
             and not ensure
             and not if_absent
             and len(require) == 1
             and require[0][1] is ABSENT
-            # The shape of every unclaimed checkpoint write: one statement, not four.
-            and self._one_statement(sql.PUT_FAST_UNLESS, (*params[0], *require[0][0]))
         ):
-            return 1
+            # The shape of every unclaimed checkpoint write: one statement, not four.
+            (pair, data), (condition, _) = rows[0], require[0]
+            statement = (pair[0], pair[1], len(data), data, condition[0], condition[1])
+            if self._one_statement(sql.PUT_FAST_UNLESS, statement):
+                return 1
+        params = [(k[0], k[1], len(data), data) for k, data in rows]
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
         put = _put_if_absent if if_absent else _put
 

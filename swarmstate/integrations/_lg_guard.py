@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from swarmstate._base import BaseStore
@@ -114,44 +114,55 @@ class Guards:
         self,
         thread_id: str,
         fence: int | None,
-        built_on: tuple[str, str, str] | None,
-        write: Callable[[list[tuple[str, str, Any]]], Any],
+        built_on: tuple[str, str] | None,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+        if_absent: bool = False,
     ) -> None:
-        """Run ``write(require)`` with the conditions the thread's guard asks for.
+        """``store.set_many(items, ...)`` with the conditions the thread's guard asks for.
 
-        ``built_on`` is ``(namespace, key, checkpoint id)`` of the checkpoint
-        the write builds on (a put's parent, or the checkpoint of pending
+        ``built_on`` is ``(namespace, checkpoint id)`` of the checkpoint the
+        write builds on (a put's parent, or the checkpoint of pending
         writes), or None.
         """
         key = K.field(thread_id)
+        set_many = self.store.set_many
         if thread_id not in self._guarded:
             try:
-                write([(GUARDS, key, ABSENT)])
+                set_many(
+                    items,
+                    ensure=ensure,
+                    raw=raw,
+                    if_absent=if_absent,
+                    require=[(GUARDS, key, ABSENT)],
+                )
                 return
             except ConflictError:
                 pass  # the thread has a guard (or just got one): decide below
         for _ in range(_ATTEMPTS):
-            raw, guard = self._read(thread_id)
-            if raw is None:
+            stored, guard = self._read(thread_id)
+            if stored is None:
                 self._guarded.discard(thread_id)
             elif len(self._guarded) < _HINTS:
                 self._guarded.add(thread_id)
-            if raw is None:
+            if stored is None:
                 require: list[tuple[str, str, Any]] = [(GUARDS, key, ABSENT)]
             else:
                 self._admit(thread_id, guard, fence)
-                require = [(GUARDS, key, raw)]
+                require = [(GUARDS, key, stored)]
                 deleted = guard.get("deleted")
                 if deleted is not None and built_on is not None:
-                    made = made_at(built_on[2])
+                    made = made_at(built_on[1])
                     if made is None or made <= float(deleted):
-                        require.append((built_on[0], built_on[1], PRESENT))
+                        require.append((built_on[0], K.checkpoint_key(built_on[1]), PRESENT))
             try:
-                write(require)
+                set_many(items, ensure=ensure, raw=raw, if_absent=if_absent, require=require)
                 return
             except ConflictError:
                 again, _ = self._read(thread_id)
-                if again == raw and len(require) > 1:
+                if again == stored and len(require) > 1:
                     raise ThreadDeletedError(
                         f"thread {thread_id!r} was deleted and the checkpoint this write "
                         "builds on is gone: the run that wrote it cannot go on; start a new "

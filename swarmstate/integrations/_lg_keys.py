@@ -107,6 +107,7 @@ ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
 CHECKPOINT: Final = "c"
 """Suffix of a checkpoint's key after ``O(id)``."""
+_END_CHECKPOINT: Final = _END + CHECKPOINT
 WRITE: Final = "w"
 """Suffix starting a pending write's key after ``O(id)``; sorts after :data:`CHECKPOINT`."""
 _GROUP_END: Final = "x"
@@ -164,7 +165,9 @@ def _parse_thread_namespace(namespace: str, kind: str) -> tuple[str, str] | None
 
 def checkpoint_key(checkpoint_id: str) -> str:
     """Key of a checkpoint entry."""
-    return ordered(checkpoint_id) + CHECKPOINT
+    if "\x01" in checkpoint_id or "\x00" in checkpoint_id:
+        return ordered(checkpoint_id) + CHECKPOINT
+    return checkpoint_id + _END_CHECKPOINT  # ordered() of an id without escapes, inline
 
 
 def write_key(checkpoint_id: str, task_id: str, idx: int) -> str:

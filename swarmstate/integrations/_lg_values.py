@@ -43,6 +43,7 @@ namespace references are deleted too. It lists the value and segment keys
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from array import array
@@ -194,16 +195,17 @@ class Values:
         self._memo = Memo(cache_bytes // 4)
         self.reviver = Reviver(cache_bytes // 4)
         self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
-        self._lock = threading.Lock()
 
     # -- the heads of recent checkpoints ---------------------------------------
 
     def remember(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: Head) -> None:
         """Record the versions and inline values of a checkpoint just written or read."""
-        with self._lock:
-            self._heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
-            if len(self._heads) > _HEADS_MAX:
-                self._heads.popitem(last=False)
+        # No lock: each dict operation is one step for other threads (see forget).
+        heads = self._heads
+        heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
+        if len(heads) > _HEADS_MAX:
+            with contextlib.suppress(KeyError):  # another thread emptied it meanwhile
+                heads.popitem(last=False)
 
     def parent_head(
         self, serde: Any, thread_id: str, checkpoint_ns: str, parent_id: str
@@ -214,8 +216,7 @@ class Values:
         the new checkpoint then stores every value it holds, and relies on no
         other entry.
         """
-        with self._lock:
-            found = self._heads.get((thread_id, checkpoint_ns, parent_id))
+        found = self._heads.get((thread_id, checkpoint_ns, parent_id))
         if found is not None:
             return found
         namespace = K.scope(thread_id, checkpoint_ns)
@@ -452,9 +453,10 @@ class Values:
         prefix = K.thread_prefix(thread_id)
         self._recent.drop(prefix)
         self.rows.drop(prefix)
-        with self._lock:
-            for key in [k for k in self._heads if k[0] == thread_id]:
-                del self._heads[key]
+        # list() copies the keys in one step (no Python code runs inside it):
+        # a put on another thread cannot change the dict under the loop.
+        for key in [k for k in list(self._heads) if k[0] == thread_id]:
+            self._heads.pop(key, None)
 
     def collect(self, serde: Any, thread_id: str, checkpoint_ns: str) -> int:
         """Delete the values and segments no checkpoint of the namespace references.

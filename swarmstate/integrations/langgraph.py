@@ -349,15 +349,20 @@ class SwarmStateSaver(ThreadMethods):
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
 
-        def write(require: _List[tuple[str, str, Any]]) -> None:
-            self.store.set_many(entries, ensure=index, raw=True, require=require)
-
         # After a delete_thread, a put whose parent is gone is refused; the
         # thread's claim, if any, is checked (_lg_guard).
-        built_on = (namespace, K.checkpoint_key(parent_id), parent_id) if parent_id else None
-        self._guards.write(thread_id, G.fence_of(conf), built_on, write)
+        fence = conf.get("fence")
+        self._guards.write(
+            thread_id,
+            None if fence is None else G.fence_of(conf),
+            (namespace, parent_id) if parent_id else None,
+            entries,
+            ensure=index,
+            raw=True,
+        )
         self._values.rows.discard((namespace, entry_key))  # a put of an id again
-        self._values.cache(listings)
+        if listings:
+            self._values.cache(listings)
         self._values.remember(
             thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
         )
@@ -423,23 +428,18 @@ class SwarmStateSaver(ThreadMethods):
                 else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
             (special if idx < 0 else regular).append(entry)
-        if not special:
-
-            def write(require: _List[tuple[str, str, Any]]) -> None:
-                self.store.set_many(regular, if_absent=True, require=require)
-
-        else:
-            if regular:
-                # A mixed call stays one batch: drop the regular writes that exist.
-                existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
-                special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
-
-            def write(require: _List[tuple[str, str, Any]]) -> None:
-                self.store.set_many(special, require=require)
-
+        if special and regular:
+            # A mixed call stays one batch: drop the regular writes that exist.
+            existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
+            special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
-        here = (namespace, K.checkpoint_key(checkpoint_id), checkpoint_id)
-        self._guards.write(thread_id, G.fence_of(conf), here, write)
+        self._guards.write(
+            thread_id,
+            G.fence_of(conf),
+            (namespace, checkpoint_id),
+            special or regular,
+            if_absent=not special,
+        )
 
     # -- reads -----------------------------------------------------------
 
