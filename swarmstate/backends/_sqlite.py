@@ -170,6 +170,36 @@ PUT_IF_ABSENT = f"""
 INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
 """
+
+
+def put_if_absent_unless(rows: int) -> str:
+    """PUT_IF_ABSENT of ``rows`` rows on the condition that (?1, ?2) has no live value.
+
+    One statement, so one autocommit transaction, all or nothing. The rows
+    are bound after the condition, four parameters each (ns, key, size,
+    value), and get ids counted up from one next id in their order. changes()
+    is the rows written; 0 when the condition fails, and also when every key
+    held a value already: the caller then takes the checked path, which
+    tells the two apart.
+    """
+    values = ", ".join(
+        f"({i}, ?{3 + 4 * i}, ?{4 + 4 * i}, ?{5 + 4 * i}, ?{6 + 4 * i})" for i in range(rows)
+    )
+    return f"""
+INSERT INTO entries (id, ns, key, size, value)
+SELECT base.id + row.column1, row.column2, row.column3, row.column4, row.column5
+FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
+WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL)
+ORDER BY row.column1
+ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
+"""
+
+
+PUT_IF_ABSENT_UNLESS_MAX: Final = 32
+"""The most rows :func:`put_if_absent_unless` writes in one statement."""
+PUT_IF_ABSENT_UNLESS: Final = {
+    rows: put_if_absent_unless(rows) for rows in range(1, PUT_IF_ABSENT_UNLESS_MAX + 1)
+}
 DELETE_NEW = f"""
 DELETE FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id >= {_FLOOR}
 """

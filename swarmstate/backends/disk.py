@@ -498,13 +498,13 @@ class DiskStore(BaseStore):
         if not self._one_statement(sql.PUT_FAST, params):
             self._write("write", lambda c: _put(c, [params]))
 
-    def _one_statement(self, statement: str, params: tuple[Any, ...]) -> bool:
-        """Run one write as an autocommit statement; whether it changed a row.
+    def _one_statement(self, statement: str, params: tuple[Any, ...], count: bool = False) -> int:
+        """Run one write as an autocommit statement; whether it changed a row (or how many).
 
         One statement takes the write lock at its start (no upgrade) and is
-        its own transaction. False leaves everything as it was (the statement
-        changed nothing, or the file was busy): the caller then runs the
-        checked write in a transaction of its own, which tells these apart.
+        its own transaction. False (0) leaves everything as it was (the
+        statement changed nothing, or the file was busy): the caller then runs
+        the checked write in a transaction of its own, which tells these apart.
         """
         if self._writer is None or os.getpid() != self._pid:
             self._check_open()
@@ -514,7 +514,7 @@ class DiskStore(BaseStore):
                 conn = self._write_conn()
             try:
                 conn.execute(statement, params)
-                return bool(conn.changes())
+                return conn.changes() if count else bool(conn.changes())
             except (apsw.Error, UnicodeEncodeError) as exc:
                 if not isinstance(exc, apsw.BusyError):
                     raise self._fail(exc, "write") from exc
@@ -540,9 +540,24 @@ class DiskStore(BaseStore):
         ):
             # The shape of every unclaimed checkpoint write: one statement, not four.
             (pair, data), (condition, _) = rows[0], require[0]
-            statement = (pair[0], pair[1], len(data), data, condition[0], condition[1])
-            if self._one_statement(sql.PUT_FAST_UNLESS, statement):
+            one = (pair[0], pair[1], len(data), data, condition[0], condition[1])
+            if self._one_statement(sql.PUT_FAST_UNLESS, one):
                 return 1
+        if (
+            if_absent
+            and not ensure
+            and len(require) == 1
+            and require[0][1] is ABSENT
+            and 0 < len(rows) <= sql.PUT_IF_ABSENT_UNLESS_MAX
+        ):
+            # The shape of every unclaimed write of pending writes: one statement.
+            bound: list[Any] = [*require[0][0]]
+            for pair, data in rows:
+                bound += (pair[0], pair[1], len(data), data)
+            statement = sql.PUT_IF_ABSENT_UNLESS[len(rows)]
+            written = self._one_statement(statement, tuple(bound), count=True)
+            if written:
+                return written  # the condition held; the other keys had values
         params = [(k[0], k[1], len(data), data) for k, data in rows]
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
         put = _put_if_absent if if_absent else _put

@@ -326,7 +326,8 @@ class SwarmStateSaver(ThreadMethods):
                     and versions[channel] == parent.versions.get(channel)
                 ):
                     inline.setdefault(channel, pair)
-        head = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+        head = dict(checkpoint)  # the checkpoint without its values
+        head.pop("channel_values", None)
         parts = (serde, head, stored_metadata, parent_id, run_id, inline)
         data = None if self._typed else E.encode(*parts)
         if data is None:

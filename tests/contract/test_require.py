@@ -63,6 +63,35 @@ def test_one_row_on_the_condition_that_another_key_is_absent(store: ss.BaseStore
     assert store.get("guard", "free") is None
 
 
+@pytest.mark.parametrize("rows", [1, 3, 40])  # 40: more than DiskStore's one statement takes
+def test_insert_or_ignore_rows_on_the_condition_that_another_key_is_absent(
+    store: ss.BaseStore, rows: int
+) -> None:
+    """The shape of every unclaimed write of pending writes (one statement on DiskStore)."""
+    batch = [("ns", f"k{i:02d}", i) for i in range(rows)]
+    store.set("ns", "k00", "kept")
+    store.set("guard", "taken", 1)
+    before = everything(store)
+    with pytest.raises(ss.ConflictError, match="'taken'"):
+        store.set_many(batch, if_absent=True, require=[("guard", "taken", ss.ABSENT)])
+    assert everything(store) == before
+    free = [("guard", "free", ss.ABSENT)]
+    assert store.set_many(batch, if_absent=True, require=free) == rows - 1
+    assert store.get("ns", "k00") == "kept"
+    assert [store.get("ns", key) for _, key, _ in batch[1:]] == list(range(1, rows))
+    expected = {**before, **{("ns", key): ss.dumps(value) for _, key, value in batch[1:]}}
+    assert everything(store) == expected
+    again = [(ns, key, "again") for ns, key, _ in batch]
+    # Every key holds a value: nothing is written, and no condition is broken.
+    assert store.set_many(again, if_absent=True, require=free) == 0
+    assert everything(store) == expected
+    snap = store.snapshot()
+    assert store.set_many([*again, ("ns", "new", 1)], if_absent=True, require=free) == 1
+    assert (snap.get("ns", "new"), store.get("ns", "new")) == (None, 1)
+    store.restore(snap)
+    assert everything(store) == expected
+
+
 def test_a_condition_alone_is_a_consistent_check(store: ss.BaseStore) -> None:
     store.set("ns", "k", 1)
     assert store.set_many([], require=[("ns", "k", ss.PRESENT)]) == 0
