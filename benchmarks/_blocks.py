@@ -248,11 +248,12 @@ WHY = {
     "less we write",
     "growth.delta.put": "with DeltaChannel the peer's put is one INSERT of a small blob "
     "and a commit; ours is one statement too, with the guard's condition inside it. Timed "
-    "inside the graph (the runtime's worker threads, caches cold between puts), our "
-    "statement takes more CPU than the peer's INSERT and commit (it also gives the row its "
-    "snapshot id and checks the guard), and the Python around it (the entry's inline forms "
-    "from its parent's, the head kept for the child, the store's checks) is longer than the "
-    "peer's. A fixed cost per put that the plain graph's large puts hide",
+    "inside the graph (the runtime's worker threads, CPU caches cold between puts), our "
+    "statement now takes less than the peer's INSERT and commit (a process's writes share "
+    "one connection, whose page cache stays warm), but the Python around it (the entry's "
+    "inline forms from its parent's, the head kept for the child, the guard and the "
+    "store's checks) is longer than the peer's: a fixed cost per put that the plain graph's "
+    "large puts hide, and the whole of the gap",
     "growth.delta.history20": "LangGraph rebuilds each DeltaChannel value by replaying "
     "the writes since its last snapshot through the graph's reducer, for every checkpoint "
     "of the page, whichever saver returns them: most of the call. Our part, reading the "

@@ -131,6 +131,83 @@ def test_a_child_forked_while_a_write_outlasts_busy_timeout_refuses_the_file_at_
     store.close()
 
 
+@needs_fork
+@forks_with_threads
+def test_threads_of_a_child_making_their_first_calls_at_once_reset_the_store_once(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two resets would give the two threads two write locks over one write
+    # connection: apsw's ThreadingViolationError, or one thread's statement
+    # inside the other's transaction.
+    store = DiskStore(db)
+    store.set("a", "parent", 1)  # the parent's write connection exists
+    pid = os.fork()
+    if pid == 0:
+
+        def check() -> None:
+            resets: list[str] = []
+            real = DiskStore._reset_process_state
+
+            def slow_reset(self: DiskStore) -> None:
+                resets.append(threading.current_thread().name)
+                threading.Event().wait(0.2)  # the other thread arrives meanwhile
+                real(self)
+
+            monkeypatch.setattr(DiskStore, "_reset_process_state", slow_reset)
+            start, errors = threading.Barrier(2), []
+
+            def first_calls(name: str) -> None:
+                start.wait()
+                try:
+                    store.set_many([("child", f"{name}{i}", i) for i in range(50)])
+                    for i in range(50):
+                        store.set("child", f"{name}-one{i}", i)
+                except BaseException as exc:
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=first_calls, args=(n,)) for n in "ab"]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert errors == []
+            assert len(resets) == 1
+            assert store.count("child") == 200
+
+        _child_exit(check)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.count("child") == 200
+    store.close()
+
+
+def test_an_interrupt_right_after_begin_leaves_no_transaction_open(db: Path) -> None:
+    # A KeyboardInterrupt landing as BEGIN returns: the write connection, shared
+    # by the process, must not stay in that transaction (later writes would
+    # join it and never commit).
+    store = DiskStore(db)
+    store.set("a", "b", 1)
+    real = store._retry_busy
+
+    def interrupted(attempt: object, *args: object) -> object:
+        real(attempt, *args)  # type: ignore[arg-type]  # runs BEGIN IMMEDIATE
+        store._retry_busy = real  # type: ignore[method-assign]
+        raise KeyboardInterrupt
+
+    store._retry_busy = interrupted  # type: ignore[method-assign,assignment]
+    with pytest.raises(KeyboardInterrupt):
+        store.delete("a", "b")
+    other = threading.Thread(target=lambda: store.set("x", "y", 42))
+    other.start()
+    other.join()
+    store.set_many([("m", "n", 1), ("m", "o", 2)])
+    with DiskStore(db, readonly=True) as reader:
+        assert reader.get_many([("a", "b"), ("x", "y"), ("m", "n")]) == [1, 42, 1]
+    store.close()
+    with DiskStore(db) as again:
+        assert again.get("x", "y") == 42
+
+
 # -- a copied file ---------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from swarmstate.backends._sqlite import Connection, apsw
 
-__all__ = ["ABANDONED", "Entry", "close_all", "forked_mid_write", "register"]
+__all__ = ["ABANDONED", "RESETTING", "Entry", "close_all", "forked_mid_write", "register"]
 
 Entry = tuple[weakref.ref[threading.Thread], Connection]
 """A connection and the thread it was opened for."""
@@ -65,6 +65,11 @@ def close_all(conns: list[Entry], deadline: float) -> list[Entry]:
 
 _STORES: weakref.WeakSet[_Store] = weakref.WeakSet()
 _REGISTRY_LOCK = threading.Lock()
+RESETTING = _REGISTRY_LOCK
+"""Held while a store of a forked child leaves its parent's connections behind.
+
+The fork hooks hold it across ``fork()``, so no other thread holds it in a
+child, where a lock held by a thread of the parent would stay held forever."""
 _HELD: list[threading.Lock] = []
 _UNSETTLED: list[str] = []
 _WEDGED: set[str] = set()

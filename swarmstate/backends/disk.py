@@ -220,9 +220,13 @@ class DiskStore(BaseStore):
         if self._closed:
             raise self._closed_error()
         if os.getpid() != self._pid:
-            with self._conns_lock:
-                process.ABANDONED.extend(self._own_connections())
-            self._reset_process_state()
+            # Several threads of a child may get here at once: one resets. The
+            # lock is free in every child (the fork hooks hold it across fork);
+            # the inherited _conns_lock may not be, and is not taken.
+            with process.RESETTING:
+                if os.getpid() != self._pid:
+                    process.ABANDONED.extend(self._own_connections())
+                    self._reset_process_state()
 
     def _own_connections(self) -> list[Connection]:
         writer = [] if self._writer is None else [self._writer]
@@ -245,16 +249,23 @@ class DiskStore(BaseStore):
         if self._closed:  # close() ran meanwhile
             raise self._closed_error()
         conn = self._writer
-        if conn is None and self.readonly:
-            self._check_writable()
-        if conn is None:
-            self._check_not_wedged()
-            try:
-                conn = sql.open_connection(self._file)
-                sql.configure(conn, self.synchronous, self.busy_timeout)
-            except apsw.Error as exc:
-                raise self._fail(exc, "open a connection") from exc
-            self._writer = conn
+        if conn is not None:
+            if conn.in_transaction:
+                # Left open by a call interrupted between BEGIN and its handler
+                # (an asynchronous exception); nothing of it was committed.
+                conn.execute("ROLLBACK")
+            return conn
+        self._check_writable()
+        self._check_not_wedged()
+        try:
+            conn = sql.open_connection(self._file)
+            sql.configure(conn, self.synchronous, self.busy_timeout)
+        except apsw.Error as exc:
+            raise self._fail(exc, "open a connection") from exc
+        if self._closed:  # a close() that gave up waiting for the lock ran meanwhile
+            conn.close()
+            raise self._closed_error()
+        self._writer = conn
         return conn
 
     def _check_not_wedged(self) -> None:
@@ -340,7 +351,7 @@ class DiskStore(BaseStore):
         """
         self._closed = True
         if os.getpid() != self._pid:
-            with self._conns_lock:
+            with process.RESETTING:
                 process.ABANDONED.extend(self._own_connections())
                 self._conns, self._writer = [], None
             return
@@ -399,8 +410,8 @@ class DiskStore(BaseStore):
             try:
                 if conn is None:
                     conn = self._write_conn()
-                self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
                 try:
+                    self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
                     result = body(conn)
                     conn.execute("COMMIT")
                 except BaseException:
@@ -510,7 +521,7 @@ class DiskStore(BaseStore):
             self._check_open()
         with self._write_lock:
             conn = self._writer
-            if conn is None or self._closed:
+            if conn is None or self._closed or conn.in_transaction:
                 conn = self._write_conn()
             try:
                 conn.execute(statement, params)
