@@ -72,6 +72,7 @@ INLINE_MAX: Final = 128
 """A blob whose serialized bytes are at most this long rides in the checkpoint entry."""
 _PAGE: Final = 256
 _HEADS_MAX: Final = 8192
+_VERSION_TYPES: Final = (str, int, float)
 
 Pair = tuple[str, str]
 """``(values namespace, value key)``: the name of one channel's value at one version."""
@@ -254,15 +255,13 @@ class Values:
         once the entries are written (a listing cached before its segments
         exist could become the base of another version).
         """
-        values_ns = K.values(thread_id, checkpoint_ns)
         out: list[Entry] = []
         inline: dict[str, list[Any]] = {}
         listings: list[tuple[Pair, L.Listing | Blob]] = []
         for channel, version in stored.items():
             if channel not in values:
                 continue  # no value at this version: a read leaves the channel out
-            key = K.value_key(channel, version)
-            if key is None:
+            if type(version) not in _VERSION_TYPES:  # what K.value_key takes
                 raise InvalidArgumentError(
                     f"channel {channel!r} has version {version!r}; "
                     "channel versions must be str, int or float"
@@ -279,19 +278,23 @@ class Values:
                 if parent is not None and channel in parent.versions:
                     base = self._base(thread_id, checkpoint_ns, channel, parent)
                 built = L.build(bytes(data), base, pack=self.compress)
+            if built is None and len(data) <= INLINE_MAX:
+                inline[channel] = [BLOB, kind, bytes(data)]
+                continue  # the common case: no entry of its own, no key needed
+            key = K.value_key(channel, version)
+            assert key is not None  # its type was checked above
+            pair = (K.values(thread_id, checkpoint_ns), key)
             if built is not None:
                 listing, segments = built
                 segments_ns = K.segments(thread_id, checkpoint_ns)
                 out.extend((segments_ns, name, encoded) for name, encoded in segments)
                 inline[channel] = [LIST, [list(ref) for ref in listing.refs]]
-                listings.append(((values_ns, key), listing))
-            elif len(data) <= INLINE_MAX:
-                inline[channel] = [BLOB, kind, bytes(data)]
+                listings.append((pair, listing))
             else:
                 data = data if type(data) is bytes else bytes(data)
-                out.append((values_ns, key, dumps([BLOB, kind, data])))
+                out.append((*pair, dumps([BLOB, kind, data])))
                 inline[channel] = [APART]
-                listings.append(((values_ns, key), Blob(kind, data)))
+                listings.append((pair, Blob(kind, data)))
         return out, inline, listings
 
     def cache(self, written: Iterable[tuple[Pair, L.Listing | Blob]]) -> None:
