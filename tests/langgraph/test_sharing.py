@@ -552,3 +552,17 @@ def test_a_file_written_by_the_previous_layout_is_read_and_extended(
         "ai-10",
         "resume-11",
     ]
+
+
+@pytest.mark.parametrize("version", [True, (1, 2), None])
+def test_a_channel_version_of_another_type_is_refused_and_nothing_is_stored(
+    make_store: MakeStore, version: Any
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"small": 1, "big": _text(4096)}
+    checkpoint["channel_versions"] = {"small": version, "big": 1}
+    with pytest.raises(ss.InvalidArgumentError, match="channel 'small' has version"):
+        # "big" first: its entries are built before the bad version is met.
+        saver.put(cfg("t"), checkpoint, {"source": "loop", "step": 1}, {"big": 1, "small": version})
+    assert saver.store.namespaces() == []
