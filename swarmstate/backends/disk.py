@@ -3,33 +3,19 @@
 Values and every row version a retained snapshot needs live in one table
 (see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
-written since. Several threads and processes may share the file: each
-thread reads on its own connection (a new thread takes over one whose thread
-has ended); the writes of a process queue on one lock and go through one
-connection, taking SQLite's write lock up front (``BEGIN IMMEDIATE``); a
-process that forks opens fresh connections.
-
-One write connection, not the writing thread's: SQLite empties a
-connection's page cache when the file changed since its last transaction,
-so with a connection per thread a write after another thread's write
-started cold, reading each page of its b-tree paths again. The one writer
-of a process is usually the last to have changed the file, and finds them
-cached.
-
-Fork and closing from other threads: see :mod:`swarmstate.backends._disk_process`.
+written since. Several threads and processes may share the file: threads
+read on connections of their own and a process writes through one
+(:mod:`swarmstate.backends._disk_conns` says why); fork and closing from
+other threads: see :mod:`swarmstate.backends._disk_process`.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import threading
 import time
-import weakref
-from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from swarmstate._base import (
     BaseStore,
@@ -41,32 +27,22 @@ from swarmstate._base import (
 )
 from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
-from swarmstate._errors import (
-    InvalidArgumentError,
-    InvalidKeyError,
-    ReadOnlyStoreError,
-    StorageError,
-    StoreClosedError,
-)
+from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
 from swarmstate.backends import _sqlite_readonly as ro
 from swarmstate.backends import _sqlite_reclaim
+from swarmstate.backends._disk_conns import Connections
 from swarmstate.backends._sqlite import Connection, apsw
 
 __all__ = ["DiskStore"]
 
-_T = TypeVar("_T")
 _Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
 
 
-IDLE_CONNECTIONS = 8
-"""Connections of ended threads kept open for new threads to take over."""
-
-
-class DiskStore(BaseStore):
+class DiskStore(Connections, BaseStore):
     """State keyed by ``(namespace, key)`` in one SQLite file, snapshots included.
 
     Args:
@@ -171,28 +147,6 @@ class DiskStore(BaseStore):
         with self._write_lock:
             return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
 
-    def _retry_busy(
-        self,
-        attempt: Callable[[], _T],
-        busy: tuple[type[apsw.Error], ...] = (apsw.BusyError,),
-    ) -> _T:
-        """Run ``attempt`` again, with a growing pause, while it fails busy.
-
-        SQLite's busy handler waits ``busy_timeout`` for a lock, but a few busy
-        cases skip it (WAL recovery by another process, another opener's
-        journal-mode switch); those are retried here within the same budget.
-        """
-        deadline = time.monotonic() + self.busy_timeout
-        pause = 0.001
-        while True:
-            try:
-                return attempt()
-            except busy:
-                if time.monotonic() + pause > deadline or self._closed:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
         self._check_writable()
@@ -202,246 +156,6 @@ class DiskStore(BaseStore):
                 sql.setup(conn, self._file)
             except apsw.Error as exc:
                 raise self._fail(exc, "set up the schema") from exc
-
-    # -- connections -----------------------------------------------------
-
-    def _reset_process_state(self) -> None:
-        """Per-process state: this thread's connection, the list to close, the write lock."""
-        self._pid = os.getpid()
-        self._local = threading.local()
-        self._conns: list[process.Entry] = []
-        self._conns_lock = threading.Lock()
-        # Threads of one process queue here, without SQLite's sleep-and-retry.
-        self._write_lock = threading.Lock()
-        self._writer: Connection | None = None  # used only with _write_lock held
-
-    def _check_open(self) -> None:
-        """Raise once closed; after a fork, leave the parent's connections behind."""
-        if self._closed:
-            raise self._closed_error()
-        if os.getpid() != self._pid:
-            # Several threads of a child may get here at once: one resets. The
-            # lock is free in every child (the fork hooks hold it across fork);
-            # the inherited _conns_lock may not be, and is not taken.
-            with process.RESETTING:
-                if os.getpid() != self._pid:
-                    process.ABANDONED.extend(self._own_connections())
-                    self._reset_process_state()
-
-    def _own_connections(self) -> list[Connection]:
-        writer = [] if self._writer is None else [self._writer]
-        return [conn for _, conn in self._conns] + writer
-
-    def _conn(self) -> Connection:
-        """This thread's connection; opens one on first use and after a fork."""
-        self._check_open()
-        conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or (self.readonly and ro.went_stale(self._file, self._local.stamp)):
-            conn = self._new_connection()
-        return conn
-
-    def _write_conn(self) -> Connection:
-        """The connection this process writes with.
-
-        Call :meth:`_check_open` first (after a fork it replaces the lock),
-        then this with ``_write_lock`` held.
-        """
-        if self._closed:  # close() ran meanwhile
-            raise self._closed_error()
-        conn = self._writer
-        if conn is not None:
-            if conn.in_transaction:
-                # Left open by a call interrupted between BEGIN and its handler
-                # (an asynchronous exception); nothing of it was committed.
-                conn.execute("ROLLBACK")
-            return conn
-        self._check_writable()
-        self._check_not_wedged()
-        try:
-            conn = sql.open_connection(self._file)
-            sql.configure(conn, self.synchronous, self.busy_timeout)
-        except apsw.Error as exc:
-            raise self._fail(exc, "open a connection") from exc
-        if self._closed:  # a close() that gave up waiting for the lock ran meanwhile
-            conn.close()
-            raise self._closed_error()
-        self._writer = conn
-        return conn
-
-    def _check_not_wedged(self) -> None:
-        if process.forked_mid_write(self._file):
-            raise StorageError(
-                f"{self._file}: this process was forked while another thread of its parent "
-                f"was inside a write to this file for longer than busy_timeout, so SQLite "
-                "in this process will always see that write's lock as taken; use the file "
-                "from a process started with spawn or forkserver, or fork when no write runs"
-            )
-
-    def _new_connection(self) -> Connection:
-        self._check_not_wedged()
-        adopted = None if self.readonly else self._adopt()
-        if adopted is not None:
-            self._local.conn = adopted
-            return adopted
-        try:
-            if self.readonly:
-                conn, self._local.stamp = ro.open_readonly(self._file)
-                ro.configure_readonly(conn, self.busy_timeout)
-            else:
-                conn = sql.open_connection(self._file)
-                sql.configure(conn, self.synchronous, self.busy_timeout)
-        except apsw.Error as exc:
-            raise self._fail(exc, "open a connection") from exc
-        current = threading.current_thread()
-        with self._conns_lock:
-            if self._closed:  # close() ran since _conn() checked: this one is not its to close
-                conn.close()
-                raise self._closed_error()
-            alive = []
-            idle = 0
-            for thread_ref, other in self._conns:
-                thread = thread_ref()
-                ended = thread is None or not thread.is_alive()
-                if ended and idle < IDLE_CONNECTIONS and not other.in_transaction:
-                    idle += 1  # kept for the next new thread (see _adopt)
-                    alive.append((thread_ref, other))
-                elif ended or thread is current:
-                    # Its thread is gone, or this one replaces it (a read-only
-                    # connection that went stale): nothing else can be using it.
-                    with suppress(apsw.Error):
-                        other.close()
-                else:
-                    alive.append((thread_ref, other))
-            alive.append((weakref.ref(current), conn))
-            self._conns = alive
-        self._local.conn = conn
-        return conn
-
-    def _adopt(self) -> Connection | None:
-        """The connection of a thread that has ended, now this thread's; None if there is none.
-
-        LangGraph runs a graph's checkpoint writes on the threads of an
-        executor made for each ``invoke``: without this, every ``invoke``
-        would open (and parse the schema of) a new connection per thread.
-        A connection left inside a transaction is not taken (opening a new
-        one closes it).
-        """
-        current = threading.current_thread()
-        with self._conns_lock:
-            if self._closed:
-                raise self._closed_error()
-            for i, (thread_ref, conn) in enumerate(self._conns):
-                thread = thread_ref()
-                if (thread is None or not thread.is_alive()) and not conn.in_transaction:
-                    self._conns[i] = (weakref.ref(current), conn)
-                    return conn
-        return None
-
-    def close(self) -> None:
-        """Close every connection this store opened in this process; idempotent.
-
-        Safe while other threads are inside calls: a write in flight is
-        allowed to finish, then every connection is closed (a read in flight
-        is waited for), all within ``busy_timeout``; those calls, and any
-        call made after, raise :class:`~swarmstate.StoreClosedError`.
-
-        Raises:
-            StorageError: A connection was still in use by another thread
-                after ``busy_timeout``; calling ``close()`` again retries it.
-        """
-        self._closed = True
-        if os.getpid() != self._pid:
-            with process.RESETTING:
-                process.ABANDONED.extend(self._own_connections())
-                self._conns, self._writer = [], None
-            return
-        deadline = time.monotonic() + self.busy_timeout
-        held = self._write_lock.acquire(timeout=self.busy_timeout)
-        try:
-            with self._conns_lock:
-                writer = self._writer
-                conns = self._conns
-                if writer is not None:
-                    conns = [*conns, (weakref.ref(threading.current_thread()), writer)]
-                left_open = process.close_all(conns, deadline)
-                self._conns = [entry for entry in left_open if entry[1] is not writer]
-                self._writer = writer if len(self._conns) < len(left_open) else None
-                left = len(left_open)
-        finally:
-            if held:
-                self._write_lock.release()
-        if left:
-            raise StorageError(
-                f"DiskStore({self._file!r}).close(): {left} connection(s) still in use by "
-                f"other threads after busy_timeout ({self.busy_timeout:g} s); they were "
-                "interrupted: call close() again once those calls have returned"
-            )
-
-    def _closed_error(self) -> StoreClosedError:
-        return StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
-
-    def _fail(self, exc: BaseException, action: str) -> Exception:
-        if self._closed:  # the connection was closed under this call
-            return self._closed_error()
-        if isinstance(exc, UnicodeEncodeError):
-            return InvalidKeyError(
-                f"namespaces and keys must be valid Unicode to be stored in SQLite, "
-                f"got a lone surrogate ({exc.reason}); encode such text first"
-            )
-        return sql.translate(exc, self._file, action)
-
-    def _check_writable(self) -> None:
-        if self.readonly:
-            raise ReadOnlyStoreError(
-                f"DiskStore({self._file!r}) was opened with readonly=True; "
-                "open it without readonly to write"
-            )
-
-    def _write(
-        self, action: str, body: Callable[[Connection], _T], conn: Connection | None = None
-    ) -> _T:
-        """Run ``body`` in one write transaction that holds the write lock from the start.
-
-        On the process's write connection, or on ``conn`` (this thread's).
-        """
-        self._check_writable()
-        self._check_open()
-        with self._write_lock:
-            try:
-                if conn is None:
-                    conn = self._write_conn()
-                try:
-                    self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-                    result = body(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    # Also after a failed COMMIT: never leave the lock held.
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except (apsw.Error, UnicodeEncodeError) as exc:
-                raise self._fail(exc, action) from exc
-        return result
-
-    def _read_in(self, action: str, body: Callable[[Connection], _T]) -> _T:
-        """Run ``body`` in one read transaction: a consistent view, no write lock."""
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN")
-            try:
-                return body(conn)
-            finally:
-                conn.execute("COMMIT")
-        except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, action) from exc
-
-    def _query(self, query: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """One read statement in autocommit: its rows."""
-        conn = self._conn()
-        try:
-            return conn.execute(query, params).fetchall()
-        except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
 
     # -- reads -----------------------------------------------------------
 
@@ -508,28 +222,6 @@ class DiskStore(BaseStore):
         # Covers inserts and overwrites of rows no snapshot needs.
         if not self._one_statement(sql.PUT_FAST, params):
             self._write("write", lambda c: _put(c, [params]))
-
-    def _one_statement(self, statement: str, params: tuple[Any, ...], count: bool = False) -> int:
-        """Run one write as an autocommit statement; whether it changed a row (or how many).
-
-        One statement takes the write lock at its start (no upgrade) and is
-        its own transaction. False (0) leaves everything as it was (the
-        statement changed nothing, or the file was busy): the caller then runs
-        the checked write in a transaction of its own, which tells these apart.
-        """
-        if self._writer is None or os.getpid() != self._pid:
-            self._check_open()
-        with self._write_lock:
-            conn = self._writer
-            if conn is None or self._closed or conn.in_transaction:
-                conn = self._write_conn()
-            try:
-                conn.execute(statement, params)
-                return conn.changes() if count else bool(conn.changes())
-            except (apsw.Error, UnicodeEncodeError) as exc:
-                if not isinstance(exc, apsw.BusyError):
-                    raise self._fail(exc, "write") from exc
-        return False
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
         params = [(k[0], k[1], len(data), data) for k, data in rows]
