@@ -126,15 +126,19 @@ class Connections:
             return conn
         self._check_writable()
         self._check_not_wedged()
+        conn = self._open_read_write()
+        if self._closed:  # a close() that gave up waiting for the lock ran meanwhile
+            conn.close()
+            raise self._closed_error()
+        self._writer = conn
+        return conn
+
+    def _open_read_write(self) -> Connection:
         try:
             conn = sql.open_connection(self._file)
             sql.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
             raise self._fail(exc, "open a connection") from exc
-        if self._closed:  # a close() that gave up waiting for the lock ran meanwhile
-            conn.close()
-            raise self._closed_error()
-        self._writer = conn
         return conn
 
     def _check_not_wedged(self) -> None:
@@ -152,15 +156,14 @@ class Connections:
         if adopted is not None:
             self._local.conn = adopted
             return adopted
-        try:
-            if self.readonly:
+        if self.readonly:
+            try:
                 conn, self._local.stamp = ro.open_readonly(self._file)
                 ro.configure_readonly(conn, self.busy_timeout)
-            else:
-                conn = sql.open_connection(self._file)
-                sql.configure(conn, self.synchronous, self.busy_timeout)
-        except apsw.Error as exc:
-            raise self._fail(exc, "open a connection") from exc
+            except apsw.Error as exc:
+                raise self._fail(exc, "open a connection") from exc
+        else:
+            conn = self._open_read_write()
         current = threading.current_thread()
         with self._conns_lock:
             if self._closed:  # close() ran since _conn() checked: this one is not its to close
@@ -233,8 +236,10 @@ class Connections:
                 if writer is not None:
                     conns = [*conns, (weakref.ref(threading.current_thread()), writer)]
                 left_open = process.close_all(conns, deadline)
+                # What is still open stays tracked, for close() to be called again.
                 self._conns = [entry for entry in left_open if entry[1] is not writer]
-                self._writer = writer if len(self._conns) < len(left_open) else None
+                still = any(entry[1] is writer for entry in left_open)
+                self._writer = writer if still else None
                 left = len(left_open)
         finally:
             if held:
