@@ -14,7 +14,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import swarmstate as ss
 from swarmstate.integrations import _lg_lists as L
-from swarmstate.integrations._lg_memo import Memo
+from swarmstate.integrations._lg_memo import Generations, Memo
 
 items = st.one_of(
     st.integers(-(2**40), 2**40),
@@ -196,6 +196,24 @@ def test_the_memo_gives_the_serializers_bytes_and_sees_in_place_edits() -> None:
     # Fresh objects with the same content hit; the bytes are still exact.
     copies = serde.loads_typed(serde.dumps_typed(messages))
     assert memo.serialize(serde, copies) == serde.dumps_typed(messages)[1]
+
+
+def test_generations_get_many_answers_as_get_does_key_by_key() -> None:
+    def filled() -> Generations[str, bytes]:
+        held: Generations[str, bytes] = Generations(8, lambda key, value: len(value))
+        for key in "abc":
+            held.put(key, key.encode() * 4)  # c's put turns a and b into the old generation
+        return held
+
+    keys = ["a", "x", "c", "b", "c", "a"]
+    one_by_one = filled()
+    expected = [one_by_one.get(key) for key in keys]
+    assert expected[:3] == [b"aaaa", None, b"cccc"]  # an old hit, a miss, a young hit
+    many = filled()
+    assert many.get_many(keys) == expected
+    # The same promotions: both end holding the same entries.
+    assert [key for key in "abcx" if key in many] == [key for key in "abcx" if key in one_by_one]
+    assert many.get_many([]) == []
 
 
 def test_the_memo_steps_aside_where_it_cannot_prove_equal_bytes() -> None:

@@ -104,6 +104,18 @@ class Generations(Generic[_K, _V]):
             self.put(key, found)  # type: ignore[arg-type]
         return found
 
+    def get_many(self, keys: list[_K]) -> list[Any]:
+        """``[self.get(key) for key in keys]``, the young generation's hits found in C.
+
+        For values that are never None (a None in the result is a miss).
+        """
+        found = list(map(self._young.get, keys))
+        if None in found:
+            for index, value in enumerate(found):
+                if value is None:
+                    found[index] = self.get(keys[index])
+        return found
+
     def put(self, key: _K, value: _V) -> None:
         if self._young_size > self._half:
             self._old, self._young, self._young_size = self._young, {}, 0
@@ -163,7 +175,7 @@ class Memo:
         except TypeError:  # a value of another type than plain data: not keyed
             return None
         known = self._bytes
-        parts: list[bytes | None] = [known.get(key) for key in keys]
+        parts: list[bytes | None] = known.get_many(keys)
         missed = [index for index, part in enumerate(parts) if part is None]
         if missed:
             kind, data = serde.dumps_typed([items[index] for index in missed])
