@@ -5,7 +5,7 @@ restore and diffs that cost the change, on memory, one SQLite file, or PostgreSQ
 LangGraph checkpointer over any of them.
 """
 
-from swarmstate._base import BaseStore, Diff, Snapshot
+from swarmstate._base import BaseStore
 from swarmstate._checks import ABSENT, PRESENT
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
@@ -28,6 +28,7 @@ from swarmstate._errors import (
 )
 from swarmstate._memory import Store
 from swarmstate._reclaim import ReclaimReport
+from swarmstate._snapshot import Diff, Snapshot
 from swarmstate._transfer import transfer
 
 __version__ = "0.1.0"

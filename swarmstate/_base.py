@@ -1,4 +1,4 @@
-"""The store contract: every public method, its argument checks, and the one Snapshot class.
+"""The store contract: every public method and its argument checks, once for every backend.
 
 The public methods of a store live here, once. Each checks its arguments, in
 the order given below, then calls a protected primitive that the backend
@@ -44,10 +44,9 @@ that an id may contain), so one prefix selects exactly one thread.
 from __future__ import annotations
 
 import abc
-import dataclasses
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, ClassVar, Final, Protocol, Self, TypedDict
+from typing import Any, ClassVar, Final, Protocol, Self
 
 from swarmstate._checks import (
     MAX_LIMIT,
@@ -69,16 +68,14 @@ from swarmstate._checks import (
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
 from swarmstate._errors import ConflictError, SnapshotError
 from swarmstate._reclaim import ReclaimReport
+from swarmstate._snapshot import Diff, Snapshot
 
 __all__ = [
     "MISSING",
     "BaseStore",
-    "Diff",
-    "Snapshot",
     "Values",
     "check_conditions",
     "prefix_upper_bound",
-    "sorted_diff",
 ]
 
 
@@ -123,14 +120,6 @@ def prefix_upper_bound(prefix: str) -> str | None:
     return stripped[:-1] + chr(ord(stripped[-1]) + 1)
 
 
-class Diff(TypedDict):
-    """What turns one snapshot into another: lists of ``(namespace, key)``."""
-
-    added: list[tuple[str, str]]
-    removed: list[tuple[str, str]]
-    changed: list[tuple[str, str]]
-
-
 def check_conditions(require: list[Requirement], found: list[bytes | None]) -> None:
     """Raise :class:`ConflictError` naming the first condition ``found`` breaks."""
     broken = unmet(require, found)
@@ -139,107 +128,6 @@ def check_conditions(require: list[Requirement], found: list[bytes | None]) -> N
         raise ConflictError(
             f"set_many required a condition on ({ns!r}, {key!r}) and found {what}; "
             "the store changed since it was read: read again and retry"
-        )
-
-
-def sorted_diff(
-    added: Iterable[tuple[str, str]],
-    removed: Iterable[tuple[str, str]],
-    changed: Iterable[tuple[str, str]],
-) -> Diff:
-    """Build a :class:`Diff` with each list sorted."""
-    return {"added": sorted(added), "removed": sorted(removed), "changed": sorted(changed)}
-
-
-@dataclasses.dataclass(frozen=True, eq=False, repr=False, init=False)
-class Snapshot:
-    """An immutable view of a store at one moment.
-
-    Taking one copies no data on any backend: it costs at most the writes
-    since the previous snapshot, never the size of the state. Reading it goes
-    through the store that took it. Two snapshots compare equal when they are
-    the same snapshot of the same store.
-
-    Attributes:
-        id: Monotonic per store, starting at 1.
-        parent: The snapshot the state descended from (the last one taken or
-            restored before this one), or None.
-        timestamp: Seconds since the epoch when it was taken.
-        size_bytes: Sum of the encoded sizes of its values.
-        count: Number of entries.
-    """
-
-    id: int
-    parent: int | None
-    timestamp: float
-    size_bytes: int
-    count: int
-    _store: BaseStore
-    _payload: Any = None
-    # Random per snapshot and kept with it by durable backends: a copy of the
-    # file or schema shares the uid but not the tokens of later snapshots.
-    _token: int | None = None
-
-    def __init__(
-        self,
-        id: int,
-        parent: int | None,
-        timestamp: float,
-        size_bytes: int,
-        count: int,
-        _store: BaseStore,
-        _payload: Any = None,
-        _token: int | None = None,
-    ) -> None:
-        # One dict update instead of the frozen dataclass's object.__setattr__
-        # per field: it halves what building a snapshot object costs.
-        self.__dict__.update(
-            id=id,
-            parent=parent,
-            timestamp=timestamp,
-            size_bytes=size_bytes,
-            count=count,
-            _store=_store,
-            _payload=_payload,
-            _token=_token,
-        )
-
-    @property
-    def keys(self) -> list[tuple[str, str]]:
-        """Every ``(namespace, key)`` in the snapshot, sorted."""
-        return self._store._snapshot_keys(self)
-
-    def get(self, namespace: str, key: str, default: Any = None) -> Any:
-        """The value stored under ``(namespace, key)`` when the snapshot was taken."""
-        check_key(namespace, key)
-        return self._store._snapshot_get(self, namespace, key, default)
-
-    def diff(self, base: Snapshot) -> Diff:
-        """The changes that turn ``base`` into this snapshot.
-
-        ``changed`` lists keys present in both whose stored bytes differ.
-        Each list is sorted. The cost follows the number of changes between
-        the two, not the size of the state.
-        """
-        self._store._check_own(base)
-        return self._store._snapshot_diff(base, self)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Snapshot):
-            return NotImplemented
-        return (
-            self.id == other.id
-            and self._token == other._token
-            and self._store._uid == other._store._uid
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.id, self._store._uid))
-
-    def __repr__(self) -> str:
-        return (
-            f"Snapshot(id={self.id}, parent={self.parent}, count={self.count}, "
-            f"size_bytes={self.size_bytes})"
         )
 
 

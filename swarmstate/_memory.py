@@ -44,17 +44,10 @@ from operator import is_not
 from typing import Any
 
 from swarmstate import _trie
-from swarmstate._base import (
-    MISSING,
-    BaseStore,
-    Diff,
-    Snapshot,
-    check_conditions,
-    prefix_upper_bound,
-    sorted_diff,
-)
+from swarmstate._base import MISSING, BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
+from swarmstate._snapshot import Diff, Snapshot, sorted_diff
 from swarmstate._sorted import SortedKeys
 
 __all__ = ["Store"]

@@ -24,7 +24,7 @@ import apsw
 import pytest
 
 import swarmstate as ss
-from swarmstate.backends import _sqlite
+from swarmstate.backends import _sqlite, _sqlite_open
 from swarmstate.backends.disk import DiskStore
 
 
@@ -449,8 +449,10 @@ def test_threads_that_come_and_go_reuse_the_connections_of_ended_ones(
     store.set("ns", "warm", 0)
     used: list[apsw.Connection] = []
     opened: list[str] = []
-    real_open = _sqlite.open_connection
-    monkeypatch.setattr(_sqlite, "open_connection", lambda p: (opened.append(p), real_open(p))[1])
+    real_open = _sqlite_open.open_connection
+    monkeypatch.setattr(
+        _sqlite_open, "open_connection", lambda p: (opened.append(p), real_open(p))[1]
+    )
 
     def write(key: str) -> None:
         store.set("ns", key, 1)

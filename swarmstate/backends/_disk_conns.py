@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from swarmstate._errors import InvalidKeyError, ReadOnlyStoreError, StorageError, StoreClosedError
 from swarmstate.backends import _disk_process as process
-from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_open as opening
 from swarmstate.backends import _sqlite_readonly as ro
 from swarmstate.backends._sqlite import Connection, apsw
 
@@ -135,8 +135,8 @@ class Connections:
 
     def _open_read_write(self) -> Connection:
         try:
-            conn = sql.open_connection(self._file)
-            sql.configure(conn, self.synchronous, self.busy_timeout)
+            conn = opening.open_connection(self._file)
+            opening.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
             raise self._fail(exc, "open a connection") from exc
         return conn
@@ -262,7 +262,7 @@ class Connections:
                 f"namespaces and keys must be valid Unicode to be stored in SQLite, "
                 f"got a lone surrogate ({exc.reason}); encode such text first"
             )
-        return sql.translate(exc, self._file, action)
+        return opening.translate(exc, self._file, action)
 
     def _check_writable(self) -> None:
         if self.readonly:

@@ -16,6 +16,7 @@ import urllib.parse
 
 from swarmstate._errors import IncompatibleStoreError, StorageError
 from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_open as opening
 from swarmstate.backends._sqlite import apsw
 
 __all__ = [
@@ -104,9 +105,9 @@ def went_stale(path: str, stamp: Stamp | None) -> bool:
 
 def configure_readonly(conn: apsw.Connection, busy_timeout: float) -> None:
     """Per-connection setup of a read-only connection (no synchronous level to set)."""
-    sql.set_busy_timeout(conn, busy_timeout)
+    opening.set_busy_timeout(conn, busy_timeout)
     conn.execute("PRAGMA temp_store = MEMORY")
-    sql.set_stable_plans(conn)
+    opening.set_stable_plans(conn)
 
 
 def identify_readonly(conn: apsw.Connection, path: str) -> str:
@@ -117,17 +118,17 @@ def identify_readonly(conn: apsw.Connection, path: str) -> str:
     try:
         conn.execute("BEGIN")
         try:
-            application_id, version, tables = sql.identity(conn)
+            application_id, version, tables = opening.identity(conn)
             if application_id != sql.APPLICATION_ID:
-                raise sql.foreign_error(path, application_id, tables, _UNTOUCHED)
+                raise opening.foreign_error(path, application_id, tables, _UNTOUCHED)
             if version > sql.SCHEMA_VERSION:
-                raise sql.newer_error(path, version)
+                raise opening.newer_error(path, version)
             if version < sql.SCHEMA_VERSION:
                 raise IncompatibleStoreError(
                     f"{path} has swarmstate schema version {version}, older than this "
                     f"swarmstate's ({sql.SCHEMA_VERSION}); open it read-write once to migrate it"
                 )
-            return sql.check_meta(path, sql.read_meta(conn))
+            return opening.check_meta(path, opening.read_meta(conn))
         finally:
             conn.execute("COMMIT")
     except (apsw.NotADBError, apsw.CorruptError) as exc:

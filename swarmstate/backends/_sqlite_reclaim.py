@@ -33,7 +33,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from swarmstate._reclaim import ReclaimReport
-from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_open as opening
 from swarmstate.backends._sqlite import Connection, apsw
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def _checkpoint(store: DiskStore, conn: Connection) -> bool:
     checkpoint (a writer's automatic one at the end of its commit).
     """
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-    sql.set_busy_timeout(conn, CHECKPOINT_WAIT)
+    opening.set_busy_timeout(conn, CHECKPOINT_WAIT)
     try:
         for attempt in range(_CHECKPOINT_TRIES):
             if attempt:
@@ -258,5 +258,5 @@ def _checkpoint(store: DiskStore, conn: Connection) -> bool:
             if row is not None and row[0] == 0:
                 return True
     finally:
-        sql.set_busy_timeout(conn, store.busy_timeout)
+        opening.set_busy_timeout(conn, store.busy_timeout)
     return False

@@ -17,20 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmstate._base import (
-    BaseStore,
-    Diff,
-    Snapshot,
-    check_conditions,
-    prefix_upper_bound,
-    sorted_diff,
-)
+from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
+from swarmstate._snapshot import Diff, Snapshot, sorted_diff
 from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
+from swarmstate.backends import _sqlite_open as opening
 from swarmstate.backends import _sqlite_readonly as ro
 from swarmstate.backends import _sqlite_reclaim
 from swarmstate.backends._disk_conns import Connections
@@ -110,20 +105,20 @@ class DiskStore(Connections, BaseStore):
         self._closed = False
         self._reset_process_state()
         process.register(self)
-        existed = False if self.readonly else sql.prepare_file(self._file)
+        existed = False if self.readonly else opening.prepare_file(self._file)
         try:
             if self.readonly:
                 self._uid = ro.identify_readonly(self._conn(), self._file)
             else:
                 if existed:
                     self._retry_busy(
-                        lambda: sql.probe(self._file, self.busy_timeout),
+                        lambda: opening.probe(self._file, self.busy_timeout),
                         (apsw.BusyError, apsw.LockedError),
                     )
                 self._uid = self._open_file()
         except apsw.Error as exc:
             self.close()
-            raise sql.translate(exc, self._file, "open the store") from exc
+            raise opening.translate(exc, self._file, "open the store") from exc
         except BaseException:
             self.close()
             raise
@@ -139,10 +134,10 @@ class DiskStore(Connections, BaseStore):
         conn = self._new_connection()
 
         def open_file() -> str:
-            sql.identify(conn, self._file)  # as probe() did, should the file have changed since
-            sql.use_incremental_vacuum(conn)
-            sql.use_wal(conn, self._file)
-            return sql.setup(conn, self._file)
+            opening.identify(conn, self._file)  # as probe() did, should the file have changed since
+            opening.use_incremental_vacuum(conn)
+            opening.use_wal(conn, self._file)
+            return opening.setup(conn, self._file)
 
         with self._write_lock:
             return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
@@ -153,7 +148,7 @@ class DiskStore(Connections, BaseStore):
         conn = self._conn()
         with self._write_lock:
             try:
-                sql.setup(conn, self._file)
+                opening.setup(conn, self._file)
             except apsw.Error as exc:
                 raise self._fail(exc, "set up the schema") from exc
 

@@ -18,7 +18,12 @@ How it works (the SQL lives in :mod:`swarmstate.backends._pg_sql`):
   and U+0000 is allowed; ``b"\\xff"`` never occurs in UTF-8, so
   ``[enc(prefix), enc(prefix) + b"\\xff")`` is exactly the prefix range.
 
-psycopg 3 and psycopg_pool are imported only here: ``pip install
+Snapshots are read and taken in :mod:`swarmstate.backends._pg_snapshots`;
+the writes off the one-statement path (long names, a schema ``setup()``
+has not migrated yet) in :mod:`swarmstate.backends._pg_writes_apart`.
+
+psycopg 3 and psycopg_pool are imported only by this backend's modules
+(through :mod:`swarmstate.backends._pg_conn`): ``pip install
 "swarmstate[postgres]"``.
 """
 
@@ -26,14 +31,13 @@ from __future__ import annotations
 
 import os
 import random
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-from swarmstate._base import BaseStore, Diff, Snapshot, check_conditions, sorted_diff
+from swarmstate._base import BaseStore, check_conditions
 from swarmstate._checks import ABSENT, PRESENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import (
@@ -44,9 +48,11 @@ from swarmstate._errors import (
     StoreClosedError,
 )
 from swarmstate._reclaim import ReclaimReport
+from swarmstate._snapshot import Diff, Snapshot
 from swarmstate.backends import _pg_migrations as m
-from swarmstate.backends import _pg_reclaim
+from swarmstate.backends import _pg_reclaim, _pg_snapshots
 from swarmstate.backends import _pg_sql as q
+from swarmstate.backends import _pg_writes_apart as apart
 from swarmstate.backends._pg_conn import (
     ConnectionPool,
     PooledConnection,
@@ -66,7 +72,6 @@ from swarmstate.backends._pg_names import (
     has_long_names,
     index_form,
     put_many_params,
-    with_long_forms,
 )
 
 __all__ = ["PostgresStore"]
@@ -82,16 +87,7 @@ _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 
 
 _SMALL_BATCH = 8  # entries up to which put_ensure takes one parameter per value
-_PUT_ENSURE_SINCE = 5  # the migration that adds put_ensure
-_TOKENS_SINCE = 6  # the migration that adds snapshot tokens and names of any length
-_REQUIRE_SINCE = 7  # the migration that adds require_all
 _RECHECK_SECONDS = 30.0
-
-
-def _one(row: tuple[Any, ...] | None) -> Any:
-    if row is None:  # a SELECT of one function call always returns one row
-        raise StorageError("PostgreSQL returned no row for put_many")
-    return row[0]
 
 
 class PostgresStore(BaseStore):
@@ -320,7 +316,7 @@ class PostgresStore(BaseStore):
         uid, version = rows[0]
         _check_version(self.schema, version)
         self._version = int(version or 0)
-        if self._version >= _TOKENS_SINCE:
+        if self._version >= m.TOKENS_SINCE:
             self._sql.update(self._sql_v6)
         self._recheck_at = time.monotonic() + _RECHECK_SECONDS
         self._uid_value = uid
@@ -377,7 +373,7 @@ class PostgresStore(BaseStore):
             return data
         self._ready()
         # Before version 6 a long name is looked up as it is (and never found).
-        return index_form(data) if self._version >= _TOKENS_SINCE else data
+        return index_form(data) if self._version >= m.TOKENS_SINCE else data
 
     def _read(self, pair: Pair) -> bytes | None:
         rows = self._fetch("GET", (self._found_as(pair[0]), self._found_as(pair[1])))
@@ -414,7 +410,7 @@ class PostgresStore(BaseStore):
             rows
             and max(len(k) for k, _ in rows) > m.HEAD_BYTES
             and max(len(lo), len(hi)) <= m.HEAD_BYTES  # else read_range sorted already
-            and self._version >= _TOKENS_SINCE
+            and self._version >= m.TOKENS_SINCE
         ):
             # Index order is key order except between two keys longer than
             # the head that share it: only a page holding such a key is read again.
@@ -460,13 +456,13 @@ class PostgresStore(BaseStore):
         params = put_many_params(rows, if_absent)
         if has_long_names(defaults, params):
             self._ready()
-            if self._version >= _TOKENS_SINCE:
-                return self._put_long(defaults, params, if_absent, len(rows))
+            if self._version >= m.TOKENS_SINCE:
+                return apart.long_names(self, defaults, params, if_absent, len(rows))
             # Before version 6 the server refuses a name its index cannot hold.
         if defaults is not None:
             self._ready()
-            if self._version < _PUT_ENSURE_SINCE:
-                return self._put_ensure_before_v5(defaults, params, if_absent, len(rows))
+            if self._version < m.PUT_ENSURE_SINCE:
+                return apart.ensure_before_v5(self, defaults, params, if_absent, len(rows))
         name, args, count = self._put_statement(defaults, params, if_absent, len(rows))
         return count(int(self._scalar(name, args)))
 
@@ -501,8 +497,8 @@ class PostgresStore(BaseStore):
         self._ready()
         defaults = put_many_params(ensure, True) if ensure else None
         params = put_many_params(rows, if_absent)
-        if self._version < _REQUIRE_SINCE or has_long_names(defaults, params):
-            return self._put_required_apart(rows, if_absent, ensure, require)
+        if self._version < m.REQUIRE_SINCE or has_long_names(defaults, params):
+            return apart.required(self, rows, if_absent, ensure, require)
         found_as = self._found_as
         e_ns, e_key, e_value = defaults[:3] if defaults is not None else ([], [], [])
         p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
@@ -539,94 +535,6 @@ class PostgresStore(BaseStore):
             return written
         return written - len(p_ns) + len(rows)
 
-    def _put_required_apart(
-        self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
-    ) -> int:
-        """The conditions, then the write, in one transaction of several round trips.
-
-        For batches with long names, and for schemas setup() has not yet
-        brought to version 7.
-        """
-        found_as = self._found_as
-        pairs = {
-            "ns": [found_as(ns) for (ns, _), _ in require],
-            "key": [found_as(key) for (_, key), _ in require],
-        }
-        lock, get_many = self._sql["LOCK"], self._sql["GET_MANY"]
-
-        def work(conn: psycopg.Connection[Any]) -> int:
-            with conn.transaction():
-                # The store lock first, as every writer takes it: nothing can
-                # change between the check and the write.
-                with conn.pipeline():
-                    conn.cursor().execute(lock)
-                    cur = conn.cursor(row_factory=tuple_row, binary=True)
-                    cur.execute(get_many, pairs)
-                found: list[bytes | None] = [None] * len(require)
-                for ordinal, data in cur.fetchall():
-                    found[ordinal - 1] = bytes(data)
-                check_conditions(require, found)  # raises: the transaction rolls back
-                if not rows and not ensure:
-                    return 0
-                self._held.conn = conn
-                try:
-                    return self._put_many(rows, if_absent, ensure)
-                finally:
-                    self._held.conn = None
-
-        return self._run(work)
-
-    def _put_long(
-        self,
-        defaults: Arrays | None,
-        params: Arrays | None,
-        if_absent: bool,
-        items: int,
-    ) -> int:
-        """A batch holding a name longer than the index holds (schema version 6)."""
-        p_args = with_long_forms(params)
-        if defaults is None:
-            ns, key, value, long_ns, long_key = p_args
-            written = int(
-                self._scalar("PUT_MANY_LONG", (ns, key, value, if_absent, long_ns, long_key))
-            )
-            return written if if_absent else items
-        e_args = with_long_forms(defaults)
-        written = int(
-            self._scalar("PUT_ENSURE_LONG", (*e_args, *p_args[:3], if_absent, *p_args[3:]))
-        )
-        if if_absent:
-            return written
-        return written - len(p_args[0]) + items
-
-    def _put_ensure_before_v5(
-        self,
-        defaults: Arrays,
-        params: Arrays | None,
-        if_absent: bool,
-        items: int,
-    ) -> int:
-        """``set_many(ensure=)`` on a schema not yet migrated to version 5.
-
-        Until ``setup()`` runs, the two ``put_many`` calls go in one
-        transaction (one round trip): the ensured entries, then the items.
-        """
-        text = self._sql["PUT_MANY"]
-
-        def work(conn: psycopg.Connection[Any]) -> int:
-            with conn.pipeline():
-                first = conn.cursor(row_factory=tuple_row, binary=True)
-                first.execute(text, defaults)
-                if params is not None:
-                    second = conn.cursor(row_factory=tuple_row, binary=True)
-                    second.execute(text, params)
-            total = int(_one(first.fetchone()))
-            if params is not None:
-                total += int(_one(second.fetchone())) if if_absent else items
-            return total
-
-        return self._run(work)
-
     def _delete_many(self, pairs: list[Pair]) -> int:
         found_as = self._found_as
         unique = dict.fromkeys((found_as(ns), found_as(k)) for ns, k in pairs)
@@ -645,111 +553,27 @@ class PostgresStore(BaseStore):
     def clear(self) -> None:
         self._write("CLEAR", {})
 
-    # -- snapshots -------------------------------------------------------
+    # -- snapshots (the queries and their answers: _pg_snapshots) -------------
 
     def snapshot(self) -> Snapshot:
-        self._ready()
-        lock, take, evict = self._sql["LOCK"], self._sql["SNAPSHOT"], self._sql["EVICT"]
-        keep = self.max_history
-        token = secrets.randbits(63) if self._version >= _TOKENS_SINCE else None
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
-            # All three in one implicit transaction: eviction runs under the lock.
-            with conn.pipeline():
-                conn.cursor().execute(lock)
-                cur = conn.cursor(row_factory=tuple_row, binary=True)
-                cur.execute(take, {"token": token})
-                if keep is not None:
-                    conn.cursor().execute(evict, {"keep": keep})
-            return cur.fetchone()
-
-        row = self._run(work)
-        assert row is not None
-        return self._snapshot_from((*row, token))
-
-    def _snapshot_from(self, row: tuple[Any, ...]) -> Snapshot:
-        snap_id, parent, taken_at, size_bytes, count, version, token = (*row, None)[:7]
-        return Snapshot(
-            id=int(snap_id),
-            parent=None if parent is None else int(parent),
-            timestamp=float(taken_at),
-            size_bytes=int(size_bytes),
-            count=int(count),
-            _store=self,
-            _payload=int(version),
-            _token=token,
-        )
-
-    def _params(self, snapshot: Snapshot) -> dict[str, Any]:
-        return {"id": snapshot.id, "v": snapshot._payload, "t": snapshot._token}
+        return _pg_snapshots.take(self)
 
     def _restore(self, snapshot: Snapshot) -> None:
-        rows = self._fetch("RESTORE", self._params(snapshot))
-        if not rows:  # from version 6: not a snapshot this schema took
-            self._check_live(snapshot)
-        if rows[0][0] is None:
-            raise self._evicted(snapshot)
+        _pg_snapshots.restore(self, snapshot)
 
     def snapshots(self) -> list[Snapshot]:
-        return [self._snapshot_from(row) for row in self._fetch("SNAPSHOTS")]
-
-    def _check_live(self, *snaps: Snapshot) -> None:
-        """Raise for the first snapshot this schema no longer has, or never took."""
-        for snap in snaps:
-            retained, same_token = self._fetch("IS_LIVE", self._params(snap))[0]
-            if not retained:
-                raise self._evicted(snap)
-            if not same_token:
-                raise self._foreign(snap)
+        return _pg_snapshots.listed(self)
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_own(snapshot)
-        params = {
-            "ns": self._found_as(namespace),
-            "key": self._found_as(key),
-            **self._params(snapshot),
-        }
-        rows = self._fetch("SNAPSHOT_GET", params)
-        if rows:
-            return loads(rows[0][0])
-        # Nothing came back: either absent, or the snapshot is gone (the
-        # query reads nothing for an evicted one). Evicted ones never return.
-        self._check_live(snapshot)
-        return default
+        return _pg_snapshots.get(self, snapshot, namespace, key, default)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
-        rows = self._fetch("SNAPSHOT_KEYS", self._params(snapshot))
-        if not rows:
-            self._check_live(snapshot)
-        return [(dec(ns), dec(key)) for ns, key in rows]
+        return _pg_snapshots.keys(self, snapshot)
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
-        if base.id == later.id:
-            self._check_live(base)
-            return sorted_diff([], [], [])
-        v_base, v_later = int(base._payload), int(later._payload)
-        params = {
-            "id1": base.id, "v1": v_base, "t1": base._token,
-            "id2": later.id, "v2": v_later, "t2": later._token,
-            "need": 2, "lo": min(v_base, v_later), "hi": max(v_base, v_later),
-        }  # fmt: skip
-        rows = self._fetch("SNAPSHOT_DIFF", params)
-        if not rows:
-            self._check_live(base, later)
-        added: list[tuple[str, str]] = []
-        removed: list[tuple[str, str]] = []
-        changed: list[tuple[str, str]] = []
-        forward = v_base < v_later
-        for ns, key, at_lo, at_hi in rows:
-            pair = (dec(ns), dec(key))
-            if at_lo and at_hi:
-                changed.append(pair)
-            elif at_hi:
-                (added if forward else removed).append(pair)
-            else:
-                (removed if forward else added).append(pair)
-        return sorted_diff(added, removed, changed)
+        return _pg_snapshots.diff(self, base, later)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
         """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`._pg_reclaim`)."""

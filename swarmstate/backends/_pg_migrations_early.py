@@ -1,0 +1,407 @@
+"""PostgresStore's schema versions 1 to 5, as they ran: the first entries of ``MIGRATIONS``.
+
+Released migrations never change (:mod:`swarmstate.backends._pg_migrations`
+appends new ones, and rewrites a function by replacing it in a later
+version); they live here so that the current versions stay readable.
+Version 1 creates the tables (rows stamped with the store version that
+created and deleted them) and the write functions; 2 makes ``put_many``
+cheaper for new keys; 3 turns ordered range reads into functions; 4
+compresses large values with lz4; 5 adds ``put_ensure``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["EARLIER"]
+
+EARLIER: Final[tuple[tuple[str, ...], ...]] = (
+    (
+        """
+        CREATE TABLE {schema}.meta (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            uid text NOT NULL,
+            version bigint NOT NULL,
+            next_snapshot bigint NOT NULL,
+            head bigint,
+            total_count bigint NOT NULL,
+            total_bytes bigint NOT NULL
+        )""",
+        """
+        INSERT INTO {schema}.meta (uid, version, next_snapshot, head, total_count, total_bytes)
+        VALUES (replace(gen_random_uuid()::text, '-', ''), 1, 1, NULL, 0, 0)""",
+        """
+        CREATE TABLE {schema}.entries (
+            ns bytea NOT NULL,
+            key bytea NOT NULL,
+            created_v bigint NOT NULL,
+            deleted_v bigint,
+            value bytea NOT NULL
+        )""",
+        # The hot path: point reads, ordered ranges, latest, prefix scans.
+        "CREATE UNIQUE INDEX entries_live ON {schema}.entries (ns, key) WHERE deleted_v IS NULL",
+        # Snapshot reads of keys changed since the snapshot.
+        """CREATE INDEX entries_dead ON {schema}.entries (ns, key, created_v)
+           WHERE deleted_v IS NOT NULL""",
+        # Restore and diff find the rows changed between two versions with these.
+        "CREATE INDEX entries_created ON {schema}.entries (created_v)",
+        """CREATE INDEX entries_deleted ON {schema}.entries (deleted_v)
+           WHERE deleted_v IS NOT NULL""",
+        """
+        CREATE TABLE {schema}.snapshots (
+            id bigint PRIMARY KEY,
+            version bigint NOT NULL,
+            parent bigint,
+            taken_at double precision NOT NULL,
+            entry_count bigint NOT NULL,
+            size_bytes bigint NOT NULL
+        )""",
+        # The hot-path writes are functions so that a batch is one statement,
+        # one round trip. Key by key, every statement is a point lookup on
+        # entries_live whatever the table statistics say; one set-based
+        # statement got a sequential-scan generic plan on small tables.
+        # In READ COMMITTED each statement in a volatile function reads a
+        # fresh view, so the rows read after the meta lock are current.
+        """
+        CREATE FUNCTION {schema}.put_many(
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            old_v bigint;
+            old_n bigint;
+            d_count bigint := 0;
+            d_bytes bigint := 0;
+            written bigint := 0;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+                -- New keys (every checkpoint) cost one statement.
+                INSERT INTO {schema}.entries (ns, key, created_v, value)
+                VALUES (p_ns[i], p_key[i], v, p_value[i])
+                ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING;
+                IF FOUND THEN
+                    d_count := d_count + 1;
+                    d_bytes := d_bytes + octet_length(p_value[i]);
+                    written := written + 1;
+                    CONTINUE;
+                END IF;
+                CONTINUE WHEN p_if_absent;
+                SELECT created_v, octet_length(value) INTO old_v, old_n
+                FROM {schema}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                IF old_v = v THEN
+                    -- No snapshot can see the old value: replace it in place.
+                    UPDATE {schema}.entries SET value = p_value[i]
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                    d_bytes := d_bytes - old_n;
+                ELSE
+                    UPDATE {schema}.entries SET deleted_v = v
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                    INSERT INTO {schema}.entries (ns, key, created_v, value)
+                    VALUES (p_ns[i], p_key[i], v, p_value[i]);
+                    d_bytes := d_bytes - old_n;
+                END IF;
+                d_bytes := d_bytes + octet_length(p_value[i]);
+                written := written + 1;
+            END LOOP;
+            UPDATE {schema}.meta
+            SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+            RETURN written;
+        END
+        $fn$""",
+        """
+        CREATE FUNCTION {schema}.remove_many(p_ns bytea[], p_key bytea[])
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            old_v bigint;
+            old_n bigint;
+            removed bigint := 0;
+            d_bytes bigint := 0;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+                SELECT created_v, octet_length(value) INTO old_v, old_n
+                FROM {schema}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                CONTINUE WHEN NOT FOUND;
+                IF old_v = v THEN
+                    DELETE FROM {schema}.entries
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                ELSE
+                    UPDATE {schema}.entries SET deleted_v = v
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                END IF;
+                removed := removed + 1;
+                d_bytes := d_bytes + old_n;
+            END LOOP;
+            UPDATE {schema}.meta
+            SET total_count = total_count - removed, total_bytes = total_bytes - d_bytes;
+            RETURN removed;
+        END
+        $fn$""",
+        # Collects the live keys of the range through entries_live, then
+        # removes them key by key: the cost follows the range, not the table.
+        """
+        CREATE FUNCTION {schema}.remove_range(p_lo bytea, p_hi bytea)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            a_ns bytea[];
+            a_key bytea[];
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key
+            FROM {schema}.entries
+            WHERE ns >= p_lo AND ns < p_hi AND deleted_v IS NULL;
+            IF a_ns IS NULL THEN
+                RETURN 0;
+            END IF;
+            RETURN {schema}.remove_many(a_ns, a_key);
+        END
+        $fn$""",
+        # Reads the source after taking the lock, then writes it through
+        # put_many (which re-takes the lock it already holds). The source is
+        # read in full first, so a target that overlaps it copies what was
+        # there when the call started.
+        """
+        CREATE FUNCTION {schema}.copy_range(p_lo bytea, p_hi bytea, p_target bytea, p_cut integer)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            a_ns bytea[];
+            a_key bytea[];
+            a_value bytea[];
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            SELECT array_agg(p_target || substring(ns FROM p_cut)), array_agg(key),
+                   array_agg(value)
+            INTO a_ns, a_key, a_value
+            FROM {schema}.entries
+            WHERE ns >= p_lo AND ns < p_hi AND deleted_v IS NULL;
+            IF a_ns IS NULL THEN
+                RETURN 0;
+            END IF;
+            RETURN {schema}.put_many(a_ns, a_key, a_value, false);
+        END
+        $fn$""",
+        # Make the live state equal the snapshot taken at version p_v: retire
+        # the live rows created after it, then bring back copies of its rows
+        # deleted since. Costs the rows changed since the snapshot. NULL
+        # means the snapshot is no longer retained (nothing changed).
+        """
+        CREATE FUNCTION {schema}.restore_to(p_id bigint, p_v bigint)
+        RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v bigint;
+            snap {schema}.snapshots%ROWTYPE;
+            brought bigint;
+        BEGIN
+            SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+            SELECT * INTO snap FROM {schema}.snapshots WHERE id = p_id AND version = p_v;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+            DELETE FROM {schema}.entries
+            WHERE deleted_v IS NULL AND created_v > p_v AND created_v = v;
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE deleted_v IS NULL AND created_v > p_v;
+            INSERT INTO {schema}.entries (ns, key, created_v, value)
+            SELECT ns, key, v, value FROM {schema}.entries
+            WHERE deleted_v > p_v AND created_v <= p_v;
+            GET DIAGNOSTICS brought = ROW_COUNT;
+            UPDATE {schema}.meta
+            SET total_count = snap.entry_count, total_bytes = snap.size_bytes, head = snap.id;
+            RETURN brought;
+        END
+        $fn$""",
+    ),
+    (
+        # put_many, version 2: the same results, fewer statements on the
+        # common path (every key new, as with each checkpoint). The meta row
+        # is locked by the UPDATE that adds the batch's totals as if every
+        # key were new (one statement instead of lock, then update), and all
+        # keys go in with one INSERT. Only keys that already exist take the
+        # key-by-key path, which then corrects the totals. The keys of one
+        # call must be distinct (set_many and copy_range pass distinct keys).
+        # The INSERT's conflict check uses the unique index whatever the
+        # statistics: no join against entries is planned.
+        """
+        CREATE OR REPLACE FUNCTION {schema}.put_many(
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            n bigint := coalesce(cardinality(p_ns), 0);
+            v bigint;
+            got bigint;
+            new_ns bytea[];
+            new_key bytea[];
+            i integer;
+            old_v bigint;
+            old_n bigint;
+            new_n bigint;
+            d_count bigint;
+            d_bytes bigint := 0;
+            written bigint;
+        BEGIN
+            IF n = 0 THEN
+                RETURN 0;
+            END IF;
+            UPDATE {schema}.meta
+            SET total_count = total_count + n,
+                total_bytes = total_bytes
+                    + (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(p_value) AS x)
+            RETURNING version INTO v;
+            WITH ins AS (
+                INSERT INTO {schema}.entries (ns, key, created_v, value)
+                SELECT u.ns, u.key, v, u.value
+                FROM unnest(p_ns, p_key, p_value) AS u(ns, key, value)
+                ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING
+                RETURNING ns, key
+            )
+            SELECT count(*), array_agg(ns), array_agg(key) INTO got, new_ns, new_key FROM ins;
+            IF got = n THEN
+                RETURN n;
+            END IF;
+            -- Some keys exist: none of them adds to the count, and each
+            -- replaces (or, with p_if_absent, keeps) its old value.
+            d_count := got - n;
+            written := got;
+            FOR i IN
+                SELECT u.ord::integer
+                FROM unnest(p_ns, p_key) WITH ORDINALITY AS u(ns, key, ord)
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM unnest(new_ns, new_key) AS g(ns, key)
+                    WHERE g.ns = u.ns AND g.key = u.key
+                )
+                ORDER BY u.ord
+            LOOP
+                new_n := octet_length(p_value[i]);
+                IF p_if_absent THEN
+                    d_bytes := d_bytes - new_n;
+                    CONTINUE;
+                END IF;
+                SELECT created_v, octet_length(value) INTO old_v, old_n
+                FROM {schema}.entries
+                WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                IF old_v = v THEN
+                    -- No snapshot can see the old value: replace it in place.
+                    UPDATE {schema}.entries SET value = p_value[i]
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                ELSE
+                    UPDATE {schema}.entries SET deleted_v = v
+                    WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+                    INSERT INTO {schema}.entries (ns, key, created_v, value)
+                    VALUES (p_ns[i], p_key[i], v, p_value[i]);
+                END IF;
+                d_bytes := d_bytes - old_n;
+                written := written + 1;
+            END LOOP;
+            UPDATE {schema}.meta
+            SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+            RETURN written;
+        END
+        $fn$""",
+    ),
+    (
+        # Ordered range reads (keys, items, the checkpointer's latest and
+        # list), version 3. As a plain prepared statement, whether a
+        # connection kept re-planning it on every call (about 100 µs, more
+        # than the read) or reused a generic plan depended on the costs of
+        # that connection's first five calls: a latest read in a long
+        # namespace looks cheaper planned. Here the plan is made once per
+        # connection and reused. It cannot go wrong for some arguments: the
+        # only index giving this order is entries_live, and the generic
+        # estimate of a key range between two parameters is a small part of
+        # a namespace, so the plan is that index scan (checked with
+        # auto_explain). ``p_values`` false returns NULL values unread.
+        """
+        CREATE FUNCTION {schema}.read_range(
+            p_ns bytea, p_start bytea, p_stop bytea, p_limit bigint,
+            p_desc boolean, p_values boolean
+        ) RETURNS TABLE (r_key bytea, r_value bytea)
+        LANGUAGE plpgsql STABLE
+        SET plan_cache_mode = force_generic_plan
+        AS $fn$
+        BEGIN
+            IF p_desc THEN
+                RETURN QUERY
+                SELECT e.key, CASE WHEN p_values THEN e.value END
+                FROM {schema}.entries e
+                WHERE e.ns = p_ns AND e.deleted_v IS NULL
+                  AND e.key >= p_start AND e.key < p_stop
+                ORDER BY e.key DESC LIMIT p_limit;
+            ELSE
+                RETURN QUERY
+                SELECT e.key, CASE WHEN p_values THEN e.value END
+                FROM {schema}.entries e
+                WHERE e.ns = p_ns AND e.deleted_v IS NULL
+                  AND e.key >= p_start AND e.key < p_stop
+                ORDER BY e.key ASC LIMIT p_limit;
+            END IF;
+        END
+        $fn$""",
+    ),
+    (
+        # Values compress with lz4 from version 4 on. A value over ~2 kB (a
+        # checkpoint is ~12 kB) is compressed before it is moved out of line;
+        # pglz, the server default, spends ~165 µs of server CPU per 12 kB
+        # msgpack checkpoint only to give up (it keeps a result only if it
+        # saves 25%), which was ~20% of a durable put. lz4 costs a few µs
+        # and keeps whatever it saves (compressible values still shrink).
+        # Rows already stored keep their format; reads handle both. Servers
+        # before 14 or built without lz4 keep pglz. The table is named
+        # through its row type so the schema name is never put in a literal.
+        """
+        DO $do$
+        DECLARE
+            t regclass;
+        BEGIN
+            IF current_setting('server_version_num')::integer < 140000 THEN
+                RETURN;
+            END IF;
+            SELECT typrelid::regclass INTO t
+            FROM pg_type WHERE oid = pg_typeof(NULL::{schema}.entries);
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN value SET COMPRESSION lz4', t);
+        EXCEPTION WHEN feature_not_supported THEN
+            NULL;
+        END
+        $do$""",
+    ),
+    (
+        # set_many(items, ensure=...), version 5, in one statement: entries
+        # written only where their key has no live value, then the items.
+        # The ensured keys are checked under the store's lock, so a concurrent
+        # delete cannot slip between the check and the write. When they all
+        # exist (the usual case: a run index entry written once) this is one
+        # lookup each and one put_many of the items: no write for them.
+        """
+        CREATE FUNCTION {schema}.put_ensure(
+            e_ns bytea[], e_key bytea[], e_value bytea[],
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            m_ns bytea[] := '{{}}';
+            m_key bytea[] := '{{}}';
+            m_value bytea[] := '{{}}';
+            ensured bigint := 0;
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            -- Key by key: each lookup is planned on the unique index, whatever
+            -- the statistics (a set-based anti join was planned with a scan).
+            FOR i IN 1 .. coalesce(cardinality(e_ns), 0) LOOP
+                PERFORM 1 FROM {schema}.entries
+                WHERE ns = e_ns[i] AND key = e_key[i] AND deleted_v IS NULL;
+                IF NOT FOUND THEN
+                    m_ns := m_ns || e_ns[i];
+                    m_key := m_key || e_key[i];
+                    m_value := m_value || e_value[i];
+                END IF;
+            END LOOP;
+            IF cardinality(m_ns) > 0 THEN
+                ensured := {schema}.put_many(m_ns, m_key, m_value, true);
+            END IF;
+            RETURN ensured + {schema}.put_many(p_ns, p_key, p_value, p_if_absent);
+        END
+        $fn$""",
+    ),
+)

@@ -1,0 +1,140 @@
+"""PostgresStore's snapshots: take, restore, list, and read one through its row versions.
+
+A snapshot is one row of ``snapshots`` naming the store version it saw;
+rows are stamped with the version that created and deleted them, so reading
+a snapshot selects the row versions live at its version, and a diff reads
+only the rows changed between two versions (the SQL is in
+:mod:`swarmstate.backends._pg_sql`). A handle also carries a random token
+(schema version 6 on): a copy of the schema keeps the uid but not the
+tokens of snapshots taken after the copy, so a handle of one never reads
+the other.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from swarmstate._codec import loads
+from swarmstate._snapshot import Diff, Snapshot, sorted_diff
+from swarmstate.backends import _pg_migrations as m
+from swarmstate.backends._pg_conn import psycopg, tuple_row
+from swarmstate.backends._pg_names import dec
+
+if TYPE_CHECKING:
+    from swarmstate.backends.postgres import PostgresStore
+
+__all__ = ["diff", "get", "keys", "listed", "restore", "take"]
+
+
+def take(store: PostgresStore) -> Snapshot:
+    """Take a snapshot, evicting the oldest past ``max_history``, under the store lock."""
+    store._ready()
+    lock, text, evict = store._sql["LOCK"], store._sql["SNAPSHOT"], store._sql["EVICT"]
+    keep = store.max_history
+    token = secrets.randbits(63) if store._version >= m.TOKENS_SINCE else None
+
+    def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+        # All three in one implicit transaction: eviction runs under the lock.
+        with conn.pipeline():
+            conn.cursor().execute(lock)
+            cur = conn.cursor(row_factory=tuple_row, binary=True)
+            cur.execute(text, {"token": token})
+            if keep is not None:
+                conn.cursor().execute(evict, {"keep": keep})
+        return cur.fetchone()
+
+    row = store._run(work)
+    assert row is not None
+    return _from_row(store, (*row, token))
+
+
+def restore(store: PostgresStore, snapshot: Snapshot) -> None:
+    """Make ``snapshot``'s entries the current ones."""
+    rows = store._fetch("RESTORE", _params(snapshot))
+    if not rows:  # from version 6: not a snapshot this schema took
+        _check_live(store, snapshot)
+    if rows[0][0] is None:
+        raise store._evicted(snapshot)
+
+
+def listed(store: PostgresStore) -> list[Snapshot]:
+    """Every retained snapshot, oldest first."""
+    return [_from_row(store, row) for row in store._fetch("SNAPSHOTS")]
+
+
+def get(store: PostgresStore, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
+    """The value ``snapshot`` saw under ``(namespace, key)``, or ``default``."""
+    params = {"ns": store._found_as(namespace), "key": store._found_as(key), **_params(snapshot)}
+    rows = store._fetch("SNAPSHOT_GET", params)
+    if rows:
+        return loads(rows[0][0])
+    # Nothing came back: either absent, or the snapshot is gone (the query
+    # reads nothing for an evicted one). Evicted ones never return.
+    _check_live(store, snapshot)
+    return default
+
+
+def keys(store: PostgresStore, snapshot: Snapshot) -> list[tuple[str, str]]:
+    """Every ``(namespace, key)`` ``snapshot`` saw, sorted."""
+    rows = store._fetch("SNAPSHOT_KEYS", _params(snapshot))
+    if not rows:
+        _check_live(store, snapshot)
+    return [(dec(ns), dec(key)) for ns, key in rows]
+
+
+def diff(store: PostgresStore, base: Snapshot, later: Snapshot) -> Diff:
+    """What turns ``base`` into ``later``, read from the rows changed between them."""
+    if base.id == later.id:
+        _check_live(store, base)
+        return sorted_diff([], [], [])
+    v_base, v_later = int(base._payload), int(later._payload)
+    params = {
+        "id1": base.id, "v1": v_base, "t1": base._token,
+        "id2": later.id, "v2": v_later, "t2": later._token,
+        "need": 2, "lo": min(v_base, v_later), "hi": max(v_base, v_later),
+    }  # fmt: skip
+    rows = store._fetch("SNAPSHOT_DIFF", params)
+    if not rows:
+        _check_live(store, base, later)
+    added: list[tuple[str, str]] = []
+    removed: list[tuple[str, str]] = []
+    changed: list[tuple[str, str]] = []
+    forward = v_base < v_later
+    for ns, key, at_lo, at_hi in rows:
+        pair = (dec(ns), dec(key))
+        if at_lo and at_hi:
+            changed.append(pair)
+        elif at_hi:
+            (added if forward else removed).append(pair)
+        else:
+            (removed if forward else added).append(pair)
+    return sorted_diff(added, removed, changed)
+
+
+def _from_row(store: PostgresStore, row: tuple[Any, ...]) -> Snapshot:
+    snap_id, parent, taken_at, size_bytes, count, version, token = (*row, None)[:7]
+    return Snapshot(
+        id=int(snap_id),
+        parent=None if parent is None else int(parent),
+        timestamp=float(taken_at),
+        size_bytes=int(size_bytes),
+        count=int(count),
+        _store=store,
+        _payload=int(version),
+        _token=token,
+    )
+
+
+def _params(snapshot: Snapshot) -> dict[str, Any]:
+    return {"id": snapshot.id, "v": snapshot._payload, "t": snapshot._token}
+
+
+def _check_live(store: PostgresStore, *snaps: Snapshot) -> None:
+    """Raise for the first snapshot the schema no longer has, or never took."""
+    for snap in snaps:
+        retained, same_token = store._fetch("IS_LIVE", _params(snap))[0]
+        if not retained:
+            raise store._evicted(snap)
+        if not same_token:
+            raise store._foreign(snap)
