@@ -29,7 +29,9 @@ items = st.one_of(
 # An edit script: each step turns the previous list into the next one.
 edits = st.lists(
     st.tuples(
-        st.sampled_from(["append", "extend", "edit", "remove", "insert", "clear", "trim"]),
+        st.sampled_from(
+            ["append", "extend", "edit", "remove", "insert", "clear", "trim", "slide", "swap"]
+        ),
         st.integers(0, 1000),
         items,
     ),
@@ -54,6 +56,11 @@ def _apply(current: list[Any], op: str, where: int, item: Any) -> list[Any]:
         new = [item]
     elif op == "trim" and new:
         new = new[where % len(new) :]
+    elif op == "slide":  # the oldest items out and a new one in, in one version
+        new = [*new[where % 4 :], item]
+    elif op == "swap" and new:  # one item out of the middle, one added at the end
+        del new[where % len(new)]
+        new.append(item)
     return new
 
 
@@ -114,6 +121,52 @@ def test_an_edit_in_the_middle_writes_about_the_edited_item() -> None:
         sum(listing.refs[i].stop - listing.refs[i].start for i in range(len(listing.refs))) == 1_000
     )
     assert sum(len(_items(encoded)) for _, encoded in segments) < 200
+
+
+def test_a_window_trimmed_as_items_are_added_writes_about_the_added_items() -> None:
+    # What a chat that deletes its oldest messages (RemoveMessage) to keep a
+    # window does: each version drops the first items and appends one.
+    def message(i: int) -> dict[str, Any]:
+        return {"i": i, "text": "z" * 300}
+
+    window: list[Any] = [message(i) for i in range(24)]
+    built = L.build(ormsgpack.packb(window), None)
+    assert built is not None
+    base = built[0]
+    written = added = 0
+    for version in range(400):
+        k = 1 + (version % 3 == 0)  # one or two out, as many in
+        window = [*window[k:], *(message(added + 24 + j) for j in range(k))]
+        added += k
+        data = ormsgpack.packb(window)
+        built = L.build(data, base)
+        assert built is not None
+        base, segments = built
+        assert base.data == data
+        assert base.length == 24
+        written += sum(len(_items(encoded)) for _, encoded in segments)
+        assert len(base.refs) <= 3 * L.TAIL_FANIN
+    item = len(ormsgpack.packb(message(400)))
+    # Each added item is written about once per tier it is merged into, not
+    # the whole window each version (which would be 400 x 24 items).
+    assert written < 3 * added * item
+
+
+def test_a_later_run_is_found_only_on_an_item_boundary() -> None:
+    # The first kept item's bytes also occur inside an earlier item (as a
+    # bytes value): that match is no run; the one on the item boundary is.
+    needle = {"k": "needle"}
+    before = ["x" * 40, {"wrap": ormsgpack.packb(needle)}, "a" * 40, needle, "b" * 40, "c" * 40]
+    first = L.build(ormsgpack.packb(before), None)
+    assert first is not None
+    after = [needle, "b" * 40, "c" * 40, "new"]
+    data = ormsgpack.packb(after)
+    again = L.build(data, first[0])
+    assert again is not None
+    listing, segments = again
+    stored = {key: L.parse_segment(ss.loads(encoded)) for key, encoded in first[1] + segments}
+    assert L.assemble(listing.refs, stored).data == data
+    assert sum(len(_items(encoded)) for _, encoded in segments) == len(ormsgpack.packb("new"))
 
 
 def _items(encoded: bytes) -> bytes:

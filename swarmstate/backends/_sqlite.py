@@ -174,6 +174,41 @@ ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
 """
 
 
+def put_fast_unless(rows: int) -> str:
+    """PUT_FAST of ``rows`` rows on the condition that (?1, ?2) has no live value.
+
+    One statement, one autocommit transaction, all or nothing: besides the
+    condition, it writes only if no row's key has a current row a snapshot
+    still needs (which PUT_FAST cannot overwrite). Then every row is inserted
+    or overwritten in place, in order, and changes() is ``rows``; otherwise
+    nothing is written, changes() is 0, and the caller takes the checked
+    path. Rows are bound after the condition, four parameters each (ns, key,
+    size, value), with ids counted up from one next id.
+    """
+    values = ", ".join(
+        f"({i}, ?{3 + 4 * i}, ?{4 + 4 * i}, ?{5 + 4 * i}, ?{6 + 4 * i})" for i in range(rows)
+    )
+    kept = "".join(
+        f"\n  AND NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?{3 + 4 * i} AND key = ?{4 + 4 * i}"
+        f" AND ended IS NULL AND id < {_FLOOR})"
+        for i in range(rows)
+    )
+    return f"""
+INSERT INTO entries (id, ns, key, size, value)
+SELECT base.id + row.column1, row.column2, row.column3, row.column4, row.column5
+FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
+WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL){kept}
+ORDER BY row.column1
+ON CONFLICT (ns, key) WHERE ended IS NULL
+DO UPDATE SET size = excluded.size, value = excluded.value
+"""
+
+
+PUT_FAST_UNLESS_MAX: Final = 8
+"""The most rows :func:`put_fast_unless` writes in one statement."""
+PUT_FAST_UNLESS_MANY: Final = {
+    rows: put_fast_unless(rows) for rows in range(2, PUT_FAST_UNLESS_MAX + 1)
+}
 PUT_IF_ABSENT_UNLESS_MAX: Final = 32
 """The most rows :func:`put_if_absent_unless` writes in one statement."""
 PUT_IF_ABSENT_UNLESS: Final = {

@@ -241,6 +241,20 @@ class DiskStore(Connections, BaseStore):
             one = (pair[0], pair[1], len(data), data, condition[0], condition[1])
             if self._one_statement(sql.PUT_FAST_UNLESS, one):
                 return 1
+        elif (
+            not if_absent
+            and not ensure
+            and len(require) == 1
+            and require[0][1] is ABSENT
+            and 1 < len(rows) <= sql.PUT_FAST_UNLESS_MAX
+        ):
+            # A checkpoint with its new list segments: one statement too.
+            many: list[Any] = [*require[0][0]]
+            for pair, data in rows:
+                many += (pair[0], pair[1], len(data), data)
+            statement = sql.PUT_FAST_UNLESS_MANY[len(rows)]
+            if self._one_statement(statement, tuple(many), count=True) == len(rows):
+                return len(rows)
         if (
             if_absent
             and not ensure

@@ -22,6 +22,11 @@ Building a new version from the previous one (its *base*):
   longest common prefix and suffix of items are found by bisection over
   item boundaries, and the items between them become a new segment; the
   cost follows the change;
+* items removed and others added in one version (a window of messages
+  trimmed at the front as each reply is added): the middle between prefix
+  and suffix is searched for in the base (one ``bytes.find`` of its first
+  item), and the run of base items it starts with is shared too, so only
+  the added items are written;
 * tiered merging keeps reads short: when ``FANIN`` trailing refs of one size
   tier have piled up, their items are written once more as one segment of
   the next tier (an appended item is rewritten about ``log_FANIN(n)`` times
@@ -39,6 +44,7 @@ from __future__ import annotations
 import base64
 import os
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, pairwise
 from typing import Any, NamedTuple
@@ -70,6 +76,8 @@ TAIL_FANIN = 8
 """The same for the smallest tier: the segments of single puts, merged sooner."""
 MAX_REFS = 48
 """A listing never holds more refs; past it, the smallest neighbours are merged."""
+_SEARCHES = 16
+"""Matches inside an item a search for a later run skips before giving up (tiny items)."""
 _PACKED = 1
 """The tag of a segment stored compressed (:mod:`._lg_pack`): ``[lengths, packed, 1]``."""
 
@@ -169,6 +177,42 @@ def _common(data: bytes, skip: int, offsets: array[int], base: Listing) -> tuple
         return new_end - a == old_end - b and data.endswith(old[b:])
 
     return p, _largest(min(n, m) - p, suffix_equal)
+
+
+def _later_run(
+    data: bytes, skip: int, offsets: array[int], p: int, stop: int, base: Listing, old_stop: int
+) -> tuple[int, int] | None:
+    """``(q, k)``: new items ``[p, p + k)`` are base items ``[q, q + k)``, for the first ``q > p``.
+
+    ``q`` is where the base holds new item ``p`` (one search of the base's
+    bytes; a match counts only on an item boundary), and ``k`` the longest
+    run from there, below ``stop`` and ``old_stop``. None when the base's
+    items ``(p, old_stop)`` do not hold new item ``p``.
+    """
+    old_offsets = base.offsets
+    needle = data[skip + offsets[p] : skip + offsets[p + 1]]
+    high = base.start + old_offsets[old_stop]
+    found = base.data.find(needle, base.start + old_offsets[p + 1], high)
+    for _ in range(_SEARCHES):
+        if found < 0:
+            return None
+        q = bisect_left(old_offsets, found - base.start)
+        if old_offsets[q] == found - base.start:
+            break
+        found = base.data.find(needle, found + 1, high)  # inside an item: look further
+    else:
+        return None
+    old = memoryview(base.data)[base.start :]
+    at = skip + offsets[p]
+
+    def run_equal(k: int) -> bool:
+        end = old_offsets[q + k]
+        return offsets[p + k] - offsets[p] == end - old_offsets[q] and data.startswith(
+            old[old_offsets[q] : end], at
+        )
+
+    k = _largest(min(stop - p, old_stop - q), run_equal)
+    return (q, k) if k else None
 
 
 def _largest(limit: int, holds: Callable[[int], bool]) -> int:
@@ -311,11 +355,21 @@ def build(
         p, s = _common(data, skip, offsets, base) if base is not None else (0, 0)
     m = base.length if base is not None else 0
     refs: list[Ref] = _cut(base.refs, 0, p) if base is not None else []
+    fresh = p  # the first item of the middle that is not taken from the base
+    if base is not None and count - s > p and m - s > p + 1:
+        # Items removed after the prefix, then more added (a window trimmed
+        # at the front as the conversation goes on): share the base's run
+        # that the middle starts with.
+        run = _later_run(data, skip, offsets, p, count - s, base, m - s)
+        if run is not None:
+            q, length = run
+            refs.extend(_cut(base.refs, q, q + length))
+            fresh = p + length
     segments: list[tuple[str, bytes]] = []
-    if count - s > p:
+    if count - s > fresh:
         key = new_key()
-        segments.append((key, _segment(data, skip, offsets, p, count - s, pack)))
-        refs.append(Ref(key, 0, count - s - p))
+        segments.append((key, _segment(data, skip, offsets, fresh, count - s, pack)))
+        refs.append(Ref(key, 0, count - s - fresh))
     if s and base is not None:
         refs.extend(_cut(base.refs, m - s, m))
     sizes = [r.stop - r.start for r in refs]

@@ -63,6 +63,38 @@ def test_one_row_on_the_condition_that_another_key_is_absent(store: ss.BaseStore
     assert store.get("guard", "free") is None
 
 
+@pytest.mark.parametrize("rows", [2, 3, 8, 9])  # 9: more than DiskStore's one statement takes
+def test_write_rows_on_the_condition_that_another_key_is_absent(
+    store: ss.BaseStore, rows: int
+) -> None:
+    """The shape of an unclaimed checkpoint with new list segments (one statement on DiskStore)."""
+    free, taken = [("guard", "free", ss.ABSENT)], [("guard", "taken", ss.ABSENT)]
+    batch = [("ns", f"k{i}", i) for i in range(rows)]
+    store.set("guard", "taken", 1)
+    before = everything(store)
+    with pytest.raises(ss.ConflictError, match="'taken'"):
+        store.set_many(batch, require=taken)
+    assert everything(store) == before
+    assert store.set_many(batch, require=free) == rows
+    assert [store.get("ns", key) for _, key, _ in batch] == list(range(rows))
+    # Keys written since the latest snapshot are overwritten; a key repeated
+    # in one batch ends with its last value.
+    again = [("ns", "k0", "first"), *batch[1 : rows - 1], ("ns", "k0", "last")]
+    assert store.set_many(again, require=free) == rows
+    assert store.get("ns", "k0") == "last"
+    snap = store.snapshot()
+    seen = everything(store)
+    # Every current row is one the snapshot needs: each is kept for it.
+    changed = [("ns", key, f"after {key}") for _, key, _ in batch[: rows - 1]] + [("ns", "new", 1)]
+    assert store.set_many(changed, require=free) == rows
+    assert [store.get(ns, key) for ns, key, _ in changed] == [value for _, _, value in changed]
+    assert snap.get("ns", "k1") == 1
+    assert snap.get("ns", "new") is None
+    store.restore(snap)
+    assert everything(store) == seen
+    assert store.get("guard", "free") is None
+
+
 @pytest.mark.parametrize("rows", [1, 3, 40])  # 40: more than DiskStore's one statement takes
 def test_insert_or_ignore_rows_on_the_condition_that_another_key_is_absent(
     store: ss.BaseStore, rows: int
