@@ -201,11 +201,10 @@ _FIRST_READ = (
     "the third read the same call costs a fraction of the peer's (the get_state claim)"
 )
 _PUT_ROWS = (
-    "on top of the floor (encode what changed, one bare INSERT) our write transaction "
-    "takes the write lock up front, checks the thread's guard (the several-workers "
-    "condition) and writes two rows, the checkpoint's entry and the new segment of its "
-    "message list, where the peer writes one; at NORMAL the commit is cheap enough for "
-    "that to show"
+    "on top of the floor (encode what changed, one bare INSERT) our one statement also "
+    "checks the thread's guard (the several-workers condition) and writes two rows, the "
+    "checkpoint's entry and a segment of the new messages (every few puts a merged one "
+    "too), where the peer writes one; at NORMAL the commit is cheap enough for that to show"
 )
 WHY = {
     "memory.put": "within the spread of parity: the peer's put is a few dict assignments "
@@ -218,8 +217,8 @@ WHY = {
     "durable.put.normal_vs_shipped": "the shipped peer fsyncs every commit, ours at NORMAL "
     "does not; the bare write at NORMAL (the floor) is already above the limit",
     "durable.put.full": "both fsync every commit; the rest is the NORMAL row's extra work "
-    "(the guard check and a second row), on a stream whose message window stays at 24 "
-    "messages, so sharing saves the peer's whole-blob write little",
+    "(the guard check and a second row); the stream keeps a window of 24 messages (about "
+    "10 kB), so writing only the new ones saves little against the peer's whole blob",
     "durable.latest.mid": _DECODE + "; above it, ours reads the entry with its pending "
     "writes and then the list's segments",
     "durable.latest.long": _DECODE + "; above it, ours reads the entry with its pending "

@@ -264,7 +264,7 @@ def test_generations_get_many_answers_as_get_does_key_by_key() -> None:
     assert expected[:3] == [b"aaaa", None, b"cccc"]  # an old hit, a miss, a young hit
     many = filled()
     assert many.get_many(keys) == expected
-    # The same promotions: both end holding the same entries.
+    # Here (this order of keys) both also end holding the same entries.
     assert [key for key in "abcx" if key in many] == [key for key in "abcx" if key in one_by_one]
     assert many.get_many([]) == []
 

@@ -2,7 +2,7 @@
 
 Deleting rows leaves their pages on SQLite's freelist: the file keeps its
 size. DiskStore creates its files with ``auto_vacuum = INCREMENTAL`` (see
-:func:`swarmstate.backends._sqlite.use_incremental_vacuum`), so the free
+:func:`swarmstate.backends._sqlite_open.use_incremental_vacuum`), so the free
 pages can be handed back a few at a time:
 
 1. ``PRAGMA incremental_vacuum(N)`` moves the last pages of the file into

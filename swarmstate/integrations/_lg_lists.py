@@ -187,7 +187,8 @@ def _later_run(
     ``q`` is where the base holds new item ``p`` (one search of the base's
     bytes; a match counts only on an item boundary), and ``k`` the longest
     run from there, below ``stop`` and ``old_stop``. None when the base's
-    items ``(p, old_stop)`` do not hold new item ``p``.
+    items ``(p, old_stop)`` do not hold new item ``p``, or when
+    :data:`_SEARCHES` matches inside items came first (nothing is shared then).
     """
     old_offsets = base.offsets
     needle = data[skip + offsets[p] : skip + offsets[p + 1]]
