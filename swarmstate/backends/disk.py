@@ -226,50 +226,40 @@ class DiskStore(Connections, BaseStore):
             return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
         return self._write("write", lambda conn: put(conn, params))
 
+    def _put_unless(self, rows: list[Row], if_absent: bool, condition: Pair) -> int:
+        """``rows`` in one statement on the condition that ``condition`` has no live value.
+
+        A checkpoint (one row, or with its new list segments) or a task's
+        pending writes (``if_absent``). Rows written, or 0 when the statement
+        changed nothing or the shape has none: the caller then runs the
+        checked transaction, which tells why.
+        """
+        if not if_absent and len(rows) == 1:
+            pair, data = rows[0]
+            one = (pair[0], pair[1], len(data), data, condition[0], condition[1])
+            return 1 if self._one_statement(sql.PUT_FAST_UNLESS, one) else 0
+        if if_absent:
+            statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
+        else:
+            statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
+        if not 0 < len(rows) <= most:
+            return 0
+        bound: list[Any] = [*condition]
+        for pair, data in rows:
+            bound += (pair[0], pair[1], len(data), data)
+        written = self._one_statement(statements[len(rows)], tuple(bound), count=True)
+        if if_absent:
+            return written  # the condition held; any other key already had a value
+        return written if written == len(rows) else 0
+
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        if (
-            len(rows) == 1
-            and not ensure
-            and not if_absent
-            and len(require) == 1
-            and require[0][1] is ABSENT
-        ):
-            # The shape of every unclaimed checkpoint write: one statement, not four.
-            (pair, data), (condition, _) = rows[0], require[0]
-            one = (pair[0], pair[1], len(data), data, condition[0], condition[1])
-            if self._one_statement(sql.PUT_FAST_UNLESS, one):
-                return 1
-        elif (
-            not if_absent
-            and not ensure
-            and len(require) == 1
-            and require[0][1] is ABSENT
-            and 1 < len(rows) <= sql.PUT_FAST_UNLESS_MAX
-        ):
-            # A checkpoint with its new list segments: one statement too.
-            many: list[Any] = [*require[0][0]]
-            for pair, data in rows:
-                many += (pair[0], pair[1], len(data), data)
-            statement = sql.PUT_FAST_UNLESS_MANY[len(rows)]
-            if self._one_statement(statement, tuple(many), count=True) == len(rows):
-                return len(rows)
-        if (
-            if_absent
-            and not ensure
-            and len(require) == 1
-            and require[0][1] is ABSENT
-            and 0 < len(rows) <= sql.PUT_IF_ABSENT_UNLESS_MAX
-        ):
-            # The shape of every unclaimed write of pending writes: one statement.
-            bound: list[Any] = [*require[0][0]]
-            for pair, data in rows:
-                bound += (pair[0], pair[1], len(data), data)
-            statement = sql.PUT_IF_ABSENT_UNLESS[len(rows)]
-            written = self._one_statement(statement, tuple(bound), count=True)
+        if not ensure and len(require) == 1 and require[0][1] is ABSENT:
+            # The shapes of every unclaimed write: one statement each, not four.
+            written = self._put_unless(rows, if_absent, require[0][0])
             if written:
-                return written  # the condition held; the other keys had values
+                return written
         params = [(k[0], k[1], len(data), data) for k, data in rows]
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
         put = _put_if_absent if if_absent else _put
