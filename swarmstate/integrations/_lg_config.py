@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping, Set
 from typing import Any, TypeVar, cast
 
 from swarmstate._errors import InvalidArgumentError
@@ -14,6 +15,7 @@ __all__ = [
     "matches",
     "materialize",
     "scope_of",
+    "stored_metadata",
     "thread_id_of",
 ]
 
@@ -28,6 +30,41 @@ def matches(metadata: Any, filter: dict[str, Any] | None) -> bool:
     if not isinstance(metadata, dict):
         return False
     return all(metadata.get(key, _ABSENT) == value for key, value in filter.items())
+
+
+def stored_metadata(config: Any, metadata: Mapping[str, Any], excluded: Set[str]) -> dict[str, Any]:
+    """The metadata a checkpoint is stored with, as LangGraph's ``get_checkpoint_metadata``.
+
+    The same dict, key order included (a test compares the two on generated
+    configs): ``metadata`` with NUL removed from its str values, then each
+    str, int, bool or float entry of the config's ``metadata`` and
+    ``configurable`` that it lacks, except ``excluded`` keys and those
+    starting with ``__``. Cheaper: the ``ChainMap`` the runtime passes as
+    ``config["metadata"]`` is flattened by ``dict.update`` in C instead of
+    read key by key through its Python methods. On a DeltaChannel graph,
+    where a put writes a few hundred bytes, LangGraph's function was about a
+    tenth of the put.
+    """
+    stored = {
+        key: value.replace("\x00", "") if isinstance(value, str) else value
+        for key, value in metadata.items()
+    }
+    for source in (config.get("metadata"), config.get("configurable")):
+        if not source:
+            continue
+        if type(source) is ChainMap:
+            flat: dict[Any, Any] = {}
+            for mapping in reversed(source.maps):
+                flat.update(mapping)  # the first map's value wins, in ChainMap's key order
+            source = flat
+        for key, value in source.items():
+            if key in stored or key in excluded or key.startswith("__"):
+                continue
+            if isinstance(value, str):
+                stored[key] = value.replace("\x00", "")
+            elif isinstance(value, (int, bool, float)):
+                stored[key] = value
+    return stored
 
 
 def materialize(fn: Callable[..., Iterator[_T]], *args: Any, **kwargs: Any) -> list[_T]:

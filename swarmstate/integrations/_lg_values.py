@@ -195,14 +195,14 @@ class Values:
         self.rows = Rows.of(store, cache_bytes // 32)
         self._memo = Memo(cache_bytes // 4)
         self.reviver = Reviver(cache_bytes // 4)
-        self._heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
 
     # -- the heads of recent checkpoints ---------------------------------------
 
     def remember(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: Head) -> None:
         """Record the versions and inline values of a checkpoint just written or read."""
         # No lock: each dict operation is one step for other threads (see forget).
-        heads = self._heads
+        heads = self.heads
         heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
         if len(heads) > _HEADS_MAX:
             with contextlib.suppress(KeyError):  # another thread emptied it meanwhile
@@ -217,7 +217,7 @@ class Values:
         the new checkpoint then stores every value it holds, and relies on no
         other entry.
         """
-        found = self._heads.get((thread_id, checkpoint_ns, parent_id))
+        found = self.heads.get((thread_id, checkpoint_ns, parent_id))
         if found is not None:
             return found
         namespace = K.scope(thread_id, checkpoint_ns)
@@ -458,8 +458,8 @@ class Values:
         self.rows.drop(prefix)
         # list() copies the keys in one step (no Python code runs inside it):
         # a put on another thread cannot change the dict under the loop.
-        for key in [k for k in list(self._heads) if k[0] == thread_id]:
-            self._heads.pop(key, None)
+        for key in [k for k in list(self.heads) if k[0] == thread_id]:
+            self.heads.pop(key, None)
 
     def collect(self, serde: Any, thread_id: str, checkpoint_ns: str) -> int:
         """Delete the values and segments no checkpoint of the namespace references.

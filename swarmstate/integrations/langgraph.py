@@ -49,12 +49,12 @@ from swarmstate.integrations._lg_pack import pack
 try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
+        EXCLUDED_METADATA_KEYS,
         WRITES_IDX_MAP,
         ChannelVersions,
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
-        get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -86,6 +86,7 @@ _new_tuple = tuple.__new__
 _NO_PARENT = Head({}, {})
 _NIL = dumps(None)  # the value of run index entries, as stored bytes
 _NAMES_MAX = 4096
+_EXCLUDED_METADATA = frozenset(EXCLUDED_METADATA_KEYS)  # config keys metadata leaves out
 
 
 class _StrictSerializer(JsonPlusSerializer):
@@ -291,12 +292,12 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"checkpoint id must be a non-empty str, got {checkpoint_id!r}"
             )
-        if not isinstance(new_versions, Mapping):
+        if type(new_versions) is not dict and not isinstance(new_versions, Mapping):
             raise InvalidArgumentError(
                 f"new_versions must be a mapping of channel to version, got {new_versions!r}"
             )
         serde = self.serde
-        stored_metadata = get_checkpoint_metadata(config, metadata)
+        stored_metadata = C.stored_metadata(config, metadata, _EXCLUDED_METADATA)
         run_id = stored_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
@@ -304,7 +305,9 @@ class SwarmStateSaver(ThreadMethods):
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         parent = (
-            self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
+            # The parent is usually the checkpoint this saver just wrote: in the cache.
+            self._values.heads.get((thread_id, checkpoint_ns, parent_id))
+            or self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
             if parent_id
             else _NO_PARENT
         )
@@ -365,7 +368,10 @@ class SwarmStateSaver(ThreadMethods):
         if listings:
             self._values.cache(listings)
         self._values.remember(
-            thread_id, checkpoint_ns, checkpoint_id, Head(dict(versions), inline, run_id)
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            _new_tuple(Head, (dict(versions), inline, run_id)),
         )
         if self.retention is not None:
             self._retainer.wrote(serde, self.retention, thread_id)

@@ -1,0 +1,54 @@
+"""The saver's reading of configs agrees with LangGraph's own helpers."""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, get_checkpoint_metadata
+
+from swarmstate.integrations import _lg_config as C
+
+# Keys a runtime config holds (excluded ones, private ones, user ones) and
+# values of every kind the helper keeps, cleans or drops.
+_KEYS = st.sampled_from(
+    [*sorted(EXCLUDED_METADATA_KEYS), "__pregel_runtime", "__x", "_one", "user", "step", "k\x00"]
+) | st.text(max_size=4)
+_VALUES = (
+    st.text(alphabet="ab\x00", max_size=4)
+    | st.integers(-3, 3)
+    | st.booleans()
+    | st.floats(allow_nan=False)
+    | st.none()
+    | st.lists(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)
+)
+_DICTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
+
+
+def _chain(maps: list[dict[str, Any]], nested: bool) -> ChainMap[str, Any]:
+    if nested and len(maps) > 1:
+        return ChainMap(maps[0], ChainMap(*maps[1:]))
+    return ChainMap(*maps)
+
+
+_SOURCES = st.none() | _DICTS | st.builds(_chain, st.lists(_DICTS, max_size=3), st.booleans())
+
+
+@given(metadata=_DICTS, meta=_SOURCES, configurable=_SOURCES)
+def test_stored_metadata_is_langgraphs_get_checkpoint_metadata(
+    metadata: dict[str, Any], meta: Any, configurable: Any
+) -> None:
+    config: dict[str, Any] = {}
+    if meta is not None:
+        config["metadata"] = meta
+    if configurable is not None:
+        config["configurable"] = configurable
+    expected = get_checkpoint_metadata(config, dict(metadata))  # type: ignore[arg-type]
+    got = C.stored_metadata(config, dict(metadata), frozenset(EXCLUDED_METADATA_KEYS))
+    # Key order and value types too: True and 1 are equal, but stored differently.
+    assert [(k, type(v), v) for k, v in got.items()] == [
+        (k, type(v), v) for k, v in expected.items()
+    ]
