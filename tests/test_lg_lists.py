@@ -233,22 +233,73 @@ def _messages(n: int) -> list[Any]:
     ]
 
 
+def _serialized(memo: Memo, serde: Any, items: list[Any], previous: Any = None) -> bytes:
+    made = memo.serialize(serde, items, previous)
+    assert made is not None
+    return made[0]
+
+
+def _version(memo: Memo, serde: Any, items: list[Any]) -> Any:
+    """The contents and listing of ``items``, as a parent version for the next serialize."""
+    made = memo.serialize(serde, items)
+    assert made is not None
+    built = L.build(made[0], None)
+    assert built is not None
+    return made[1], built[0]
+
+
 def test_the_memo_gives_the_serializers_bytes_and_sees_in_place_edits() -> None:
     serde = JsonPlusSerializer()
     memo = Memo(1 << 24)
     messages = _messages(40)
-    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    assert _serialized(memo, serde, messages) == serde.dumps_typed(messages)[1]
     # Edited in place: same objects, other content. Each edit must be seen.
     messages[3].content = "changed"
     messages[7].additional_kwargs["n"] = 7.0  # equal as a number, another type
     messages[9].additional_kwargs["nested"] = {"a": [1, 2]}
     messages[11].additional_kwargs = {"n": True}
-    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    assert _serialized(memo, serde, messages) == serde.dumps_typed(messages)[1]
     messages[9].additional_kwargs["nested"]["a"].append(3)  # deep, in place
-    assert memo.serialize(serde, messages) == serde.dumps_typed(messages)[1]
+    assert _serialized(memo, serde, messages) == serde.dumps_typed(messages)[1]
     # Fresh objects with the same content hit; the bytes are still exact.
     copies = serde.loads_typed(serde.dumps_typed(messages))
-    assert memo.serialize(serde, copies) == serde.dumps_typed(messages)[1]
+    assert _serialized(memo, serde, copies) == serde.dumps_typed(messages)[1]
+
+
+def test_an_appended_list_takes_its_old_items_bytes_from_the_parent_version() -> None:
+    serde = JsonPlusSerializer()
+    memo = Memo(1 << 24)
+    messages = _messages(40)
+    parent = _version(memo, serde, messages)
+    memo._bytes = Generations(1 << 24, lambda key, value: len(value))  # items forgotten
+    grown = messages + _messages(45)[40:]
+    assert _serialized(memo, serde, grown, parent) == serde.dumps_typed(grown)[1]
+    # Only the five new items were looked up: the forty came from the parent.
+    assert len(memo._bytes._young) == len(grown) - len(messages) == 5
+
+
+def test_an_edit_the_parent_version_does_not_hold_is_seen_through_the_prefix() -> None:
+    serde = JsonPlusSerializer()
+    memo = Memo(1 << 24)
+
+    class Twin(HumanMessage):  # the same fields as its base: only the class differs
+        pass
+
+    for edit in ("content", "nested", "class", "removed", "shorter"):
+        messages = _messages(40)
+        parent = _version(memo, serde, messages)
+        if edit == "content":
+            messages[3].content = "changed"
+        elif edit == "nested":
+            messages[9].additional_kwargs["n"] = float(messages[9].additional_kwargs["n"])
+        elif edit == "class":
+            messages[1] = Twin(**messages[1].__dict__)
+        elif edit == "removed":
+            del messages[20]
+        else:
+            messages = messages[:30]
+        grown = messages + _messages(45)[40:]
+        assert _serialized(memo, serde, grown, parent) == serde.dumps_typed(grown)[1], edit
 
 
 def test_generations_get_many_answers_as_get_does_key_by_key() -> None:

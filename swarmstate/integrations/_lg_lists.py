@@ -65,6 +65,7 @@ __all__ = [
     "assemble",
     "build",
     "header",
+    "items_at",
     "new_segment_key",
     "parse_segment",
     "split",
@@ -234,12 +235,16 @@ def split(data: bytes) -> list[bytes] | None:
     if head is None:
         return None
     count, skip = head
-    ends = _scan(data, skip, count)
+    return items_at(data, skip, count)
+
+
+def items_at(data: bytes, start: int, count: int) -> list[bytes]:
+    """The ``count`` msgpack values that fill ``data[start:]``, each as its own bytes."""
     out = []
-    start = skip
-    for end in ends:
-        out.append(data[start : skip + end])
-        start = skip + end
+    at = start
+    for end in _scan(data, start, count):
+        out.append(data[at : start + end])
+        at = start + end
     return out
 
 

@@ -28,6 +28,15 @@ mean equal types, equal values and equal key order, so equal serializer
 bytes. Anything else is serialized, in one serializer call for all the
 items that missed.
 
+Every item's values are packed in one call, as one array (:class:`Contents`).
+A list that grew by appending (the usual put) is then told from its parent's
+version without a lookup per item: the parent's classes are a prefix of the
+new ones and its packed items a prefix of the new packed bytes (one
+``memcmp``). Those items have the keys they had when the parent was
+serialized, so the parent's bytes of them stand; only the items after them
+are looked up. Any other change (an item edited, removed or replaced) breaks
+the prefix, and every item is looked up as above.
+
 Bounded by bytes, as two generations: hits move an entry to the young one,
 and when it is full the old one is dropped. Lookups take no lock (a race
 costs at most a miss).
@@ -36,7 +45,7 @@ costs at most a miss).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -44,7 +53,7 @@ from pydantic import BaseModel
 
 from swarmstate.integrations import _lg_lists as L
 
-__all__ = ["STRICT", "Generations", "Memo"]
+__all__ = ["STRICT", "Contents", "Generations", "Memo"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -136,6 +145,22 @@ class Generations(Generic[_K, _V]):
                 generation.pop(key, None)
 
 
+class Contents(NamedTuple):
+    """What the items of one list version held when it was serialized.
+
+    ``packed`` is the array of every item's ``[__dict__, __pydantic_extra__]``
+    packed under :data:`STRICT` (item ``i`` of it is item ``i``'s key bytes),
+    ``classes`` the items' classes.
+    """
+
+    classes: tuple[type, ...]
+    packed: bytes
+
+    def cost(self) -> int:
+        """Bytes it holds, roughly: what a cache of them counts."""
+        return len(self.packed) + 8 * len(self.classes) + 128
+
+
 class Memo:
     """Content of list items -> the serializer's bytes of them."""
 
@@ -145,12 +170,17 @@ class Memo:
         )
         self._classes: dict[type, bool] = {}
 
-    def serialize(self, serde: Any, items: list[Any]) -> bytes | None:
-        """The serializer's msgpack bytes of the list ``items``, or None to serialize it whole.
+    def serialize(
+        self, serde: Any, items: list[Any], previous: tuple[Contents, L.Listing] | None = None
+    ) -> tuple[bytes, Contents] | None:
+        """The serializer's msgpack bytes of the list ``items`` and its contents.
 
-        None when the memo does not apply (another serializer, a short list,
-        an item it cannot key, or a serializer that did not write msgpack
-        for the items that missed).
+        ``previous`` is an earlier version's contents with its listing (the
+        parent's, made by this method): the items it starts with, unchanged,
+        take their bytes from it. None when the memo does not apply (another
+        serializer, a short list, an item it cannot key, or a serializer
+        that did not write msgpack for the items that missed): serialize the
+        list whole then.
         """
         if (
             not isinstance(serde, JsonPlusSerializer)
@@ -159,26 +189,40 @@ class Memo:
             or not self._bytes.budget
         ):
             return None
-        classes = self._classes
-        for cls in {type(item) for item in items}:
-            eligible = classes.get(cls)
+        classes = tuple(map(type, items))
+        eligibility = self._classes
+        for cls in set(classes):
+            eligible = eligibility.get(cls)
             if eligible is None:
-                eligible = classes[cls] = _eligible(cls)
+                eligible = eligibility[cls] = _eligible(cls)
             if not eligible:
                 return None
-        packb, strict = ormsgpack.packb, STRICT
         try:
-            keys = [
-                (type(item), packb([item.__dict__, item.__pydantic_extra__], option=strict))
-                for item in items
-            ]
+            packed = ormsgpack.packb(
+                [[item.__dict__, item.__pydantic_extra__] for item in items], option=STRICT
+            )
         except TypeError:  # a value of another type than plain data: not keyed
             return None
+        count = len(items)
+        skip = L.array_header(packed)[1]  # type: ignore[index]  # packb wrote an array
+        same, start = 0, skip  # the items the previous version holds as they are; after them
+        if previous is not None:
+            before, listing = previous
+            old_skip = L.array_header(before.packed)[1]  # type: ignore[index]
+            kept = len(before.classes)
+            if (
+                kept <= count
+                and listing.length == kept
+                and classes[:kept] == before.classes
+                and packed.startswith(memoryview(before.packed)[old_skip:], skip)
+            ):
+                same, start = kept, skip + len(before.packed) - old_skip
+        keys = list(zip(classes[same:], L.items_at(packed, start, count - same), strict=True))
         known = self._bytes
         parts: list[bytes | None] = known.get_many(keys)
         missed = [index for index, part in enumerate(parts) if part is None]
         if missed:
-            kind, data = serde.dumps_typed([items[index] for index in missed])
+            kind, data = serde.dumps_typed([items[same + index] for index in missed])
             if kind != "msgpack":
                 return None
             fresh = L.split(bytes(data))
@@ -187,4 +231,8 @@ class Memo:
             for index, encoded in zip(missed, fresh, strict=True):
                 parts[index] = encoded
                 known.put(keys[index], encoded)
-        return L.header(len(items)) + b"".join(parts)  # type: ignore[arg-type]
+        joined: list[Any] = [L.header(count)]
+        if same:
+            joined.append(memoryview(listing.data)[listing.start :])
+        joined += parts  # every part is filled by now
+        return b"".join(joined), Contents(classes, packed)

@@ -57,7 +57,7 @@ from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentErr
 from swarmstate.integrations import _lg_entry as E
 from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations import _lg_lists as L
-from swarmstate.integrations._lg_memo import Generations, Memo
+from swarmstate.integrations._lg_memo import Contents, Generations, Memo
 from swarmstate.integrations._lg_revive import Reviver
 
 __all__ = ["APART", "BLOB", "INLINE_MAX", "LIST", "SPLIT_MIN", "Head", "Rows", "Values"]
@@ -96,6 +96,10 @@ class Blob(NamedTuple):
 
     kind: str
     data: bytes
+
+
+Written = tuple[Pair, "L.Listing | Blob", "Contents | None"]
+"""A value a put wrote, to cache once the write is done: its listing's contents, if any."""
 
 
 class _Recent:
@@ -193,7 +197,12 @@ class Values:
             cache_bytes // 32, lambda data, _: 4 * len(data) + 256
         )
         self.rows = Rows.of(store, cache_bytes // 32)
-        self._memo = Memo(cache_bytes // 4)
+        self._memo = Memo(cache_bytes // 8)
+        # The parent's contents, for a put to tell an appended list from its parent's
+        # version in one comparison (._lg_memo); each holds its listing.
+        self._contents: Generations[Pair, tuple[Contents, L.Listing]] = Generations(
+            cache_bytes // 8, lambda pair, found: found[0].cost()
+        )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
 
@@ -247,7 +256,7 @@ class Values:
         values: Mapping[str, Any],
         stored: Mapping[str, Any],
         parent: Head | None,
-    ) -> tuple[list[Entry], dict[str, list[Any]], list[tuple[Pair, L.Listing | Blob]]]:
+    ) -> tuple[list[Entry], dict[str, list[Any]], list[Written]]:
         """How to store ``values[channel]`` at each ``(channel, version)`` of ``stored``.
 
         Returns the store entries, the forms to carry in the checkpoint
@@ -257,7 +266,7 @@ class Values:
         """
         out: list[Entry] = []
         inline: dict[str, list[Any]] = {}
-        listings: list[tuple[Pair, L.Listing | Blob]] = []
+        listings: list[Written] = []
         for channel, version in stored.items():
             if channel not in values:
                 continue  # no value at this version: a read leaves the channel out
@@ -267,15 +276,21 @@ class Values:
                     "channel versions must be str, int or float"
                 )
             value = values[channel]
-            data = self._memo.serialize(serde, value) if type(value) is list else None
+            data = contents = previous = None
+            if type(value) is list:
+                if parent is not None and channel in parent.versions:
+                    previous = self._previous(thread_id, checkpoint_ns, channel, parent)
+                made = self._memo.serialize(serde, value, previous)
+                if made is not None:
+                    data, contents = made
             if data is not None:
                 kind = "msgpack"
             else:
                 kind, data = serde.dumps_typed(value)
             built = None
             if kind == "msgpack" and len(data) >= SPLIT_MIN:
-                base = None
-                if parent is not None and channel in parent.versions:
+                base = previous[1] if previous is not None else None
+                if base is None and parent is not None and channel in parent.versions:
                     base = self._base(thread_id, checkpoint_ns, channel, parent)
                 built = L.build(bytes(data), base, pack=self.compress)
             if built is None and len(data) <= INLINE_MAX:
@@ -289,17 +304,37 @@ class Values:
                 segments_ns = K.segments(thread_id, checkpoint_ns)
                 out.extend((segments_ns, name, encoded) for name, encoded in segments)
                 inline[channel] = [LIST, [list(ref) for ref in listing.refs]]
-                listings.append((pair, listing))
+                listings.append((pair, listing, contents))
             else:
                 data = data if type(data) is bytes else bytes(data)
                 out.append((*pair, dumps([BLOB, kind, data])))
                 inline[channel] = [APART]
-                listings.append((pair, Blob(kind, data)))
+                listings.append((pair, Blob(kind, data), None))
         return out, inline, listings
 
-    def cache(self, written: Iterable[tuple[Pair, L.Listing | Blob]]) -> None:
-        for pair, value in written:
+    def cache(self, written: Iterable[Written]) -> None:
+        for pair, value, contents in written:
             self._recent.put(pair, value)
+            if contents is not None and type(value) is L.Listing:
+                self._contents.put(pair, (contents, value))
+            else:
+                self._contents.discard(pair)  # a checkpoint put again, with another value
+
+    def _previous(
+        self, thread_id: str, checkpoint_ns: str, channel: str, parent: Head
+    ) -> tuple[Contents, L.Listing] | None:
+        """The contents and listing of the parent's version of a list, if this saver made them.
+
+        Only when the listing is the one the parent's entry refers to.
+        """
+        form = parent.inline.get(channel)
+        key = K.value_key(channel, parent.versions[channel])
+        if form is None or form[0] != LIST or key is None:
+            return None
+        found = self._contents.get((K.values(thread_id, checkpoint_ns), key))
+        if found is None or [list(ref) for ref in found[1].refs] != form[1]:
+            return None
+        return found  # type: ignore[no-any-return]
 
     def _base(
         self, thread_id: str, checkpoint_ns: str, channel: str, parent: Head
@@ -455,6 +490,7 @@ class Values:
         """Drop what the caches hold of one thread (after it was changed by a delete)."""
         prefix = K.thread_prefix(thread_id)
         self._recent.drop(prefix)
+        self._contents.drop(lambda pair: pair[0].startswith(prefix))
         self.rows.drop(prefix)
         # list() copies the keys in one step (no Python code runs inside it):
         # a put on another thread cannot change the dict under the loop.
