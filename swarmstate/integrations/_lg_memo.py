@@ -21,17 +21,18 @@ only where the serializer's bytes are a function of the content it reads:
   ``float``, ``bool``, ``None``, ``bytes``, ``list``, ``dict`` with ``str``
   keys): packed with every passthrough option of ormsgpack, anything else
   (a tuple, a subclass, an enum, a datetime, a nested model) refuses to
-  pack, and the item is serialized as usual.
+  pack, and the list is serialized whole.
 
 The key is the class and those values packed to msgpack bytes: equal keys
 mean equal types, equal values and equal key order, so equal serializer
 bytes. Anything else is serialized, in one serializer call for all the
 items that missed.
 
-Every item's values are packed in one call, as one array (:class:`Contents`).
+Every item's ``__dict__`` is packed in one call, as one array, and every
+``__pydantic_extra__`` in another (:class:`Contents`).
 A list that grew by appending (the usual put) is then told from its parent's
 version without a lookup per item: the parent's classes are a prefix of the
-new ones and its packed items a prefix of the new packed bytes (one
+new ones and its packed items a prefix of the new packed bytes (a
 ``memcmp``). Those items have the keys they had when the parent was
 serialized, so the parent's bytes of them stand; only the items after them
 are looked up. Any other change (an item edited, removed or replaced) breaks
@@ -44,6 +45,7 @@ costs at most a miss).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
@@ -148,25 +150,40 @@ class Generations(Generic[_K, _V]):
 class Contents(NamedTuple):
     """What the items of one list version held when it was serialized.
 
-    ``packed`` is the array of every item's ``[__dict__, __pydantic_extra__]``
-    packed under :data:`STRICT` (item ``i`` of it is item ``i``'s key bytes),
-    ``classes`` the items' classes.
+    ``fields`` is the array of every item's ``__dict__`` and ``extras`` of
+    its ``__pydantic_extra__``, each packed under :data:`STRICT` in one
+    call; ``classes`` the items' classes. Item ``i``'s key is its class
+    with item ``i`` of each array.
     """
 
     classes: tuple[type, ...]
-    packed: bytes
+    fields: bytes
+    extras: bytes
 
     def cost(self) -> int:
         """Bytes it holds, roughly: what a cache of them counts."""
-        return len(self.packed) + 8 * len(self.classes) + 128
+        return len(self.fields) + len(self.extras) + 8 * len(self.classes) + 128
+
+
+_FIELDS: Final = operator.attrgetter("__dict__")
+_EXTRAS: Final = operator.attrgetter("__pydantic_extra__")
+
+
+def _after_prefix(new: bytes, old: bytes) -> int | None:
+    """Where ``new``'s items go on past ``old``'s when ``old``'s begin them (msgpack arrays)."""
+    skip = L.array_header(new)[1]  # type: ignore[index]  # packb wrote an array
+    old_skip = L.array_header(old)[1]  # type: ignore[index]
+    if new.startswith(memoryview(old)[old_skip:], skip):
+        return skip + len(old) - old_skip
+    return None
 
 
 class Memo:
     """Content of list items -> the serializer's bytes of them."""
 
     def __init__(self, budget: int) -> None:
-        self._bytes: Generations[tuple[type, bytes], bytes] = Generations(
-            budget, lambda key, encoded: len(key[1]) + len(encoded)
+        self._bytes: Generations[tuple[type, bytes, bytes], bytes] = Generations(
+            budget, lambda key, encoded: len(key[1]) + len(key[2]) + len(encoded)
         )
         self._classes: dict[type, bool] = {}
 
@@ -197,27 +214,33 @@ class Memo:
                 eligible = eligibility[cls] = _eligible(cls)
             if not eligible:
                 return None
+        # Two lists made in C, not a container per item: allocating one each made
+        # the collector run during most puts of a long conversation.
         try:
-            packed = ormsgpack.packb(
-                [[item.__dict__, item.__pydantic_extra__] for item in items], option=STRICT
-            )
+            fields = ormsgpack.packb(list(map(_FIELDS, items)), option=STRICT)
+            extras = ormsgpack.packb(list(map(_EXTRAS, items)), option=STRICT)
         except TypeError:  # a value of another type than plain data: not keyed
             return None
         count = len(items)
-        skip = L.array_header(packed)[1]  # type: ignore[index]  # packb wrote an array
-        same, start = 0, skip  # the items the previous version holds as they are; after them
+        same = 0  # the items the previous version holds as they are
+        at_fields = L.array_header(fields)[1]  # type: ignore[index]
+        at_extras = L.array_header(extras)[1]  # type: ignore[index]
         if previous is not None:
             before, listing = previous
-            old_skip = L.array_header(before.packed)[1]  # type: ignore[index]
             kept = len(before.classes)
-            if (
-                kept <= count
-                and listing.length == kept
-                and classes[:kept] == before.classes
-                and packed.startswith(memoryview(before.packed)[old_skip:], skip)
-            ):
-                same, start = kept, skip + len(before.packed) - old_skip
-        keys = list(zip(classes[same:], L.items_at(packed, start, count - same), strict=True))
+            if kept <= count and listing.length == kept and classes[:kept] == before.classes:
+                past_fields = _after_prefix(fields, before.fields)
+                past_extras = _after_prefix(extras, before.extras)
+                if past_fields is not None and past_extras is not None:
+                    same, at_fields, at_extras = kept, past_fields, past_extras
+        keys = list(
+            zip(
+                classes[same:],
+                L.items_at(fields, at_fields, count - same),
+                L.items_at(extras, at_extras, count - same),
+                strict=True,
+            )
+        )
         known = self._bytes
         parts: list[bytes | None] = known.get_many(keys)
         missed = [index for index, part in enumerate(parts) if part is None]
@@ -235,4 +258,4 @@ class Memo:
         if same:
             joined.append(memoryview(listing.data)[listing.start :])
         joined += parts  # every part is filled by now
-        return b"".join(joined), Contents(classes, packed)
+        return b"".join(joined), Contents(classes, fields, extras)
