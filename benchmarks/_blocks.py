@@ -247,14 +247,20 @@ WHY = {
     **{f"growth.get_state.{ours}": _GET_STATE for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.get_state_first.{ours}": _FIRST_READ for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.put.{ours}": _GROWTH_PUT for ours in (_DISK_FULL, _PG)},
-    "growth.delta.put": "with DeltaChannel the peer's put is one INSERT of a small blob "
-    "and a commit; ours is one statement too, with the guard's condition inside it. Timed "
-    "inside the graph (the runtime's worker threads, CPU caches cold between puts), our "
-    "statement now takes less than the peer's INSERT and commit (a process's writes share "
-    "one connection, whose page cache stays warm), but the Python around it (the entry's "
-    "inline forms from its parent's, the head kept for the child, the guard and the "
-    "store's checks) is longer than the peer's: a fixed cost per put that the plain graph's "
-    "large puts hide, and the whole of the gap",
+    "growth.delta.put": "with DeltaChannel both puts are small: one INSERT of a few hundred "
+    "bytes and a commit for the peer, one statement with the guard's condition inside it for "
+    "ours. Timed inside the graph (the runtime's worker threads, CPU caches cold between "
+    "puts), the statement and the commit are most of each, about equal; the Python around "
+    "ours (the stored metadata, the entry's inline forms, the head kept for the child) is "
+    "now shorter than the peer's, which encodes its metadata as JSON. Both being mostly "
+    "SQLite, the per-turn ratio spreads widely on a loaded machine",
+    "core.threads.scaling": "four threads on the machine's two cores, shared with other "
+    "work: one Store's total set+get rate stays about flat from one thread to four (the "
+    "GIL serializes the Python of each call); the bound asks that it not fall below 0.8, "
+    "which the lower quartile touches when another tenant takes a core",
+    "postgres.latest.flat": "one round trip and the decode are most of both reads; the "
+    "ratio between two sizes of one saver is noise-bound on a shared server (each round "
+    "trip waits for the server's process to be scheduled)",
     "growth.delta.history20": "LangGraph rebuilds each DeltaChannel value by replaying "
     "the writes since its last snapshot through the graph's reducer, for every checkpoint "
     "of the page, whichever saver returns them: most of the call. Our part, reading the "

@@ -278,6 +278,18 @@ def test_an_appended_list_takes_its_old_items_bytes_from_the_parent_version() ->
     assert len(memo._bytes._young) == len(grown) - len(messages) == 5
 
 
+def test_a_window_trimmed_at_the_front_takes_the_rest_from_the_parent_version() -> None:
+    serde = JsonPlusSerializer()
+    for dropped in (1, 2, 4):
+        memo = Memo(1 << 24)
+        messages = _messages(40)
+        parent = _version(memo, serde, messages)
+        memo._bytes = Generations(1 << 24, lambda key, value: len(value))  # items forgotten
+        window = messages[dropped:] + _messages(43)[40:]
+        assert _serialized(memo, serde, window, parent) == serde.dumps_typed(window)[1]
+        assert len(memo._bytes._young) == 3, dropped  # the three new ones
+
+
 def test_an_edit_the_parent_version_does_not_hold_is_seen_through_the_prefix() -> None:
     serde = JsonPlusSerializer()
     memo = Memo(1 << 24)
@@ -285,10 +297,15 @@ def test_an_edit_the_parent_version_does_not_hold_is_seen_through_the_prefix() -
     class Twin(HumanMessage):  # the same fields as its base: only the class differs
         pass
 
-    for edit in ("content", "nested", "class", "removed", "shorter"):
+    for edit in ("content", "nested", "extra", "class", "removed", "shorter", "window"):
         messages = _messages(40)
         parent = _version(memo, serde, messages)
-        if edit == "content":
+        if edit == "window":  # the front trimmed, and a kept item edited
+            messages = messages[2:]
+            messages[30].content = "changed"
+        elif edit == "extra":
+            messages[4].__pydantic_extra__["note"] = "added in place"
+        elif edit == "content":
             messages[3].content = "changed"
         elif edit == "nested":
             messages[9].additional_kwargs["n"] = float(messages[9].additional_kwargs["n"])

@@ -28,15 +28,17 @@ mean equal types, equal values and equal key order, so equal serializer
 bytes. Anything else is serialized, in one serializer call for all the
 items that missed.
 
-Every item's ``__dict__`` is packed in one call, as one array, and every
-``__pydantic_extra__`` in another (:class:`Contents`).
-A list that grew by appending (the usual put) is then told from its parent's
-version without a lookup per item: the parent's classes are a prefix of the
-new ones and its packed items a prefix of the new packed bytes (a
-``memcmp``). Those items have the keys they had when the parent was
-serialized, so the parent's bytes of them stand; only the items after them
-are looked up. Any other change (an item edited, removed or replaced) breaks
-the prefix, and every item is looked up as above.
+Every item's ``__dict__`` is also packed in one call, as one array, and
+every ``__pydantic_extra__`` in another (:class:`Contents`), kept with the
+version's listing. The next version is then told from it without a lookup
+per item when it starts with the previous version's items from some ``r``
+on, all of them (``r`` is 0 for a list that grew by appending, up to
+:data:`_DROPS` for a window trimmed at the front): the classes match and the
+packed items from ``r`` on begin the new packed bytes (a ``memcmp``). Those
+items have the keys they had when the previous version was serialized, so
+its bytes of them stand; only the items after them are looked up. Any other
+change (an item edited, removed in the middle or replaced) breaks the run,
+and every item is looked up as above.
 
 Bounded by bytes, as two generations: hits move an entry to the young one,
 and when it is full the old one is dropped. Lookups take no lock (a race
@@ -49,6 +51,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
+import msgpack
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
@@ -152,8 +155,7 @@ class Contents(NamedTuple):
 
     ``fields`` is the array of every item's ``__dict__`` and ``extras`` of
     its ``__pydantic_extra__``, each packed under :data:`STRICT` in one
-    call; ``classes`` the items' classes. Item ``i``'s key is its class
-    with item ``i`` of each array.
+    call; ``classes`` the items' classes. Equal items of these mean equal keys.
     """
 
     classes: tuple[type, ...]
@@ -167,23 +169,63 @@ class Contents(NamedTuple):
 
 _FIELDS: Final = operator.attrgetter("__dict__")
 _EXTRAS: Final = operator.attrgetter("__pydantic_extra__")
+_DROPS: Final = 4
+"""Leading items a version may drop (a window trimmed as replies come) and still share."""
 
 
-def _after_prefix(new: bytes, old: bytes) -> int | None:
-    """Where ``new``'s items go on past ``old``'s when ``old``'s begin them (msgpack arrays)."""
-    skip = L.array_header(new)[1]  # type: ignore[index]  # packb wrote an array
-    old_skip = L.array_header(old)[1]  # type: ignore[index]
-    if new.startswith(memoryview(old)[old_skip:], skip):
-        return skip + len(old) - old_skip
-    return None
+def _header(data: bytes) -> tuple[int, int]:
+    """``(item count, header length)`` of an array ``packb`` wrote."""
+    head = L.array_header(data)
+    assert head is not None  # packb was given a list
+    return head
+
+
+def _item_starts(data: bytes, count: int) -> list[int]:
+    """Where the first ``count + 1`` items of the msgpack array ``data`` start (fewer if short)."""
+    length, skip = _header(data)
+    unpacker = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
+    unpacker.feed(memoryview(data)[skip:])
+    starts = [skip]
+    for _ in range(min(count, length)):
+        unpacker.skip()
+        starts.append(skip + unpacker.tell())
+    return starts
+
+
+def _kept(
+    classes: tuple[type, ...], fields: bytes, extras: bytes, before: Contents, listing: L.Listing
+) -> tuple[int, int]:
+    """``(r, k)``: the new items ``[0, k)`` are the previous version's ``[r, r + k)``, its last.
+
+    ``(0, 0)`` when no such run exists with ``r <= _DROPS``: the items begin
+    anew. ``r`` is 0 for a list that grew by appending.
+    """
+    kept = len(before.classes)
+    if listing.length != kept or not kept:
+        return 0, 0
+    at_fields, at_extras = _header(fields)[1], _header(extras)[1]
+    # Where the previous items start: the first one after the header; the
+    # next few read only when the list is not the previous one appended to.
+    starts = [_header(before.fields)[1]], [_header(before.extras)[1]]
+    for dropped in range(min(_DROPS, kept - 1) + 1):
+        k = kept - dropped
+        if k > len(classes) or classes[:k] != before.classes[dropped:]:
+            continue
+        if dropped >= len(starts[0]):
+            starts = _item_starts(before.fields, _DROPS), _item_starts(before.extras, _DROPS)
+        old_fields = memoryview(before.fields)[starts[0][dropped] :]
+        old_extras = memoryview(before.extras)[starts[1][dropped] :]
+        if fields.startswith(old_fields, at_fields) and extras.startswith(old_extras, at_extras):
+            return dropped, k
+    return 0, 0
 
 
 class Memo:
     """Content of list items -> the serializer's bytes of them."""
 
     def __init__(self, budget: int) -> None:
-        self._bytes: Generations[tuple[type, bytes, bytes], bytes] = Generations(
-            budget, lambda key, encoded: len(key[1]) + len(key[2]) + len(encoded)
+        self._bytes: Generations[tuple[type, bytes], bytes] = Generations(
+            budget, lambda key, encoded: len(key[1]) + len(encoded)
         )
         self._classes: dict[type, bool] = {}
 
@@ -193,11 +235,11 @@ class Memo:
         """The serializer's msgpack bytes of the list ``items`` and its contents.
 
         ``previous`` is an earlier version's contents with its listing (the
-        parent's, made by this method): the items it starts with, unchanged,
-        take their bytes from it. None when the memo does not apply (another
-        serializer, a short list, an item it cannot key, or a serializer
-        that did not write msgpack for the items that missed): serialize the
-        list whole then.
+        parent's, made by this method): the run of its items this list
+        starts with, unchanged, takes its bytes from it. None when the memo
+        does not apply (another serializer, a short list, an item it cannot
+        key, or a serializer that did not write msgpack for the items that
+        missed): serialize the list whole then.
         """
         if (
             not isinstance(serde, JsonPlusSerializer)
@@ -214,33 +256,19 @@ class Memo:
                 eligible = eligibility[cls] = _eligible(cls)
             if not eligible:
                 return None
+        packb = ormsgpack.packb
         # Two lists made in C, not a container per item: allocating one each made
         # the collector run during most puts of a long conversation.
         try:
-            fields = ormsgpack.packb(list(map(_FIELDS, items)), option=STRICT)
-            extras = ormsgpack.packb(list(map(_EXTRAS, items)), option=STRICT)
+            fields = packb(list(map(_FIELDS, items)), option=STRICT)
+            extras = packb(list(map(_EXTRAS, items)), option=STRICT)
         except TypeError:  # a value of another type than plain data: not keyed
             return None
-        count = len(items)
-        same = 0  # the items the previous version holds as they are
-        at_fields = L.array_header(fields)[1]  # type: ignore[index]
-        at_extras = L.array_header(extras)[1]  # type: ignore[index]
-        if previous is not None:
-            before, listing = previous
-            kept = len(before.classes)
-            if kept <= count and listing.length == kept and classes[:kept] == before.classes:
-                past_fields = _after_prefix(fields, before.fields)
-                past_extras = _after_prefix(extras, before.extras)
-                if past_fields is not None and past_extras is not None:
-                    same, at_fields, at_extras = kept, past_fields, past_extras
-        keys = list(
-            zip(
-                classes[same:],
-                L.items_at(fields, at_fields, count - same),
-                L.items_at(extras, at_extras, count - same),
-                strict=True,
-            )
-        )
+        dropped, same = (0, 0) if previous is None else _kept(classes, fields, extras, *previous)
+        keys = [
+            (type(item), packb([item.__dict__, item.__pydantic_extra__], option=STRICT))
+            for item in items[same:]
+        ]
         known = self._bytes
         parts: list[bytes | None] = known.get_many(keys)
         missed = [index for index, part in enumerate(parts) if part is None]
@@ -254,8 +282,9 @@ class Memo:
             for index, encoded in zip(missed, fresh, strict=True):
                 parts[index] = encoded
                 known.put(keys[index], encoded)
-        joined: list[Any] = [L.header(count)]
+        joined: list[Any] = [L.header(len(items))]
         if same:
-            joined.append(memoryview(listing.data)[listing.start :])
+            _, listing = previous  # type: ignore[misc]  # same > 0 only with a previous
+            joined.append(memoryview(listing.data)[listing.start + listing.offsets[dropped] :])
         joined += parts  # every part is filled by now
         return b"".join(joined), Contents(classes, fields, extras)
