@@ -39,9 +39,9 @@ def stored_metadata(config: Any, metadata: Mapping[str, Any], excluded: Set[str]
     configs): ``metadata`` with NUL removed from its str values, then each
     str, int, bool or float entry of the config's ``metadata`` and
     ``configurable`` that it lacks, except ``excluded`` keys and those
-    starting with ``__``. Cheaper: the ``ChainMap`` the runtime passes as
-    ``config["metadata"]`` is flattened by ``dict.update`` in C instead of
-    read key by key through its Python methods. On a DeltaChannel graph,
+    starting with ``__``. Cheaper: the ``ChainMap`` of plain dicts the runtime
+    passes as ``config["metadata"]`` is flattened by ``dict.update`` in C
+    instead of read key by key through its Python methods. On a DeltaChannel graph,
     where a put writes a few hundred bytes, LangGraph's function was about a
     tenth of the put.
     """
@@ -52,7 +52,7 @@ def stored_metadata(config: Any, metadata: Mapping[str, Any], excluded: Set[str]
     for source in (config.get("metadata"), config.get("configurable")):
         if not source:
             continue
-        if type(source) is ChainMap:
+        if type(source) is ChainMap and all(type(m) is dict for m in source.maps):
             flat: dict[Any, Any] = {}
             for mapping in reversed(source.maps):
                 flat.update(mapping)  # the first map's value wins, in ChainMap's key order

@@ -100,6 +100,8 @@ class Guards:
         # Threads last seen with a guard: their writes read it first instead of
         # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
         self._guarded: set[str] = set()
+        # A store class with its own set_many gets every write through it.
+        self._direct = type(store).set_many is BaseStore.set_many
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         key = K.field(thread_id)
@@ -131,7 +133,7 @@ class Guards:
         set_many = self.store.set_many
         if thread_id not in self._guarded:
             try:
-                if key.isascii():
+                if self._direct and key.isascii():
                     # Every write of a thread nobody claimed or deleted: straight to the
                     # store's conditional write, the rows checked as set_many checks
                     # them (a quarter of a small put was set_many's layers).

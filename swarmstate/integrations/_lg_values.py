@@ -199,9 +199,9 @@ class Values:
         self.rows = Rows.of(store, cache_bytes // 32)
         self._memo = Memo(cache_bytes // 8)
         # The parent's contents, for a put to tell an appended list from its parent's
-        # version in one comparison (._lg_memo); each holds its listing.
+        # version in one comparison (._lg_memo); each holds its listing, counted too.
         self._contents: Generations[Pair, tuple[Contents, L.Listing]] = Generations(
-            cache_bytes // 8, lambda pair, found: found[0].cost()
+            cache_bytes // 8, lambda pair, found: found[0].cost() + len(found[1].data)
         )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()

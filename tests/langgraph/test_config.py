@@ -52,3 +52,15 @@ def test_stored_metadata_is_langgraphs_get_checkpoint_metadata(
     assert [(k, type(v), v) for k, v in got.items()] == [
         (k, type(v), v) for k, v in expected.items()
     ]
+
+
+def test_stored_metadata_reads_a_mapping_that_is_not_a_plain_dict_as_langgraph_does() -> None:
+    class Loud(dict[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            return "overridden"
+
+    config = {"metadata": ChainMap({"a": 1}, Loud(user="u")), "configurable": {"b": "x"}}
+    expected = get_checkpoint_metadata(config, {"step": 1})  # type: ignore[arg-type]
+    got = C.stored_metadata(config, {"step": 1}, frozenset(EXCLUDED_METADATA_KEYS))
+    assert got == expected
+    assert got["user"] == "overridden"

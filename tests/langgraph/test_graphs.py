@@ -857,6 +857,24 @@ def test_a_saver_closes_only_a_store_it_opened(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_store_class_with_its_own_set_many_gets_every_write_through_it() -> None:
+    class Counting(ss.Store):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches = 0
+
+        def set_many(self, items: Any, **options: Any) -> int:
+            self.batches += 1
+            return super().set_many(items, **options)
+
+    store = Counting()
+    saver = SwarmStateSaver(store)
+    chain_graph(saver).invoke({"steps": []}, cfg("own"))
+    puts = len(list(saver.list(cfg("own"))))
+    assert puts >= 4
+    assert store.batches >= puts  # every checkpoint (and pending write) went through it
+
+
 async def test_async_with_closes_the_store_it_opened(tmp_path: Path) -> None:
     async with SwarmStateSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
         graph = chain_graph(saver)
