@@ -65,7 +65,7 @@ __all__ = [
     "assemble",
     "build",
     "header",
-    "items_at",
+    "item_ends",
     "new_segment_key",
     "parse_segment",
     "split",
@@ -144,8 +144,11 @@ def header(count: int) -> bytes:
     return b"\xdd" + count.to_bytes(4, "big")
 
 
-def _scan(data: bytes, start: int, count: int) -> array[int]:
-    """Where each of ``count`` items starting at ``data[start]`` ends, relative to ``start``."""
+def item_ends(data: bytes, start: int, count: int, *, fill: bool = True) -> array[int]:
+    """Where each of ``count`` items starting at ``data[start]`` ends, relative to ``start``.
+
+    With ``fill``, they must be all that follows (else :class:`DecodeError`).
+    """
     unpacker = msgpack.Unpacker(max_buffer_size=max(len(data) - start, 1))
     unpacker.feed(memoryview(data)[start:])
     ends = array("q")
@@ -154,7 +157,7 @@ def _scan(data: bytes, start: int, count: int) -> array[int]:
     for _ in range(count):
         skip()
         append(tell())
-    if (ends[-1] if ends else 0) != len(data) - start:
+    if fill and (ends[-1] if ends else 0) != len(data) - start:
         raise DecodeError("a list value's items do not fill its bytes")
     return ends
 
@@ -235,16 +238,11 @@ def split(data: bytes) -> list[bytes] | None:
     if head is None:
         return None
     count, skip = head
-    return items_at(data, skip, count)
-
-
-def items_at(data: bytes, start: int, count: int) -> list[bytes]:
-    """The ``count`` msgpack values that fill ``data[start:]``, each as its own bytes."""
     out = []
-    at = start
-    for end in _scan(data, start, count):
-        out.append(data[at : start + end])
-        at = start + end
+    start = skip
+    for end in item_ends(data, skip, count):
+        out.append(data[start : skip + end])
+        start = skip + end
     return out
 
 
@@ -352,12 +350,12 @@ def build(
         and data.startswith(memoryview(base.data)[base.start :], skip)
     ):
         offsets = base.offsets + array(
-            "q", (base.size + end for end in _scan(data, skip + base.size, count - base.length))
+            "q", (base.size + end for end in item_ends(data, skip + base.size, count - base.length))
         )
         p, s = base.length, 0
     else:
         offsets = array("q", [0])
-        offsets += _scan(data, skip, count)
+        offsets += item_ends(data, skip, count)
         p, s = _common(data, skip, offsets, base) if base is not None else (0, 0)
     m = base.length if base is not None else 0
     refs: list[Ref] = _cut(base.refs, 0, p) if base is not None else []

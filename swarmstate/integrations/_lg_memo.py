@@ -51,7 +51,6 @@ import operator
 from collections.abc import Callable
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
-import msgpack
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
@@ -183,13 +182,8 @@ def _header(data: bytes) -> tuple[int, int]:
 def _item_starts(data: bytes, count: int) -> list[int]:
     """Where the first ``count + 1`` items of the msgpack array ``data`` start (fewer if short)."""
     length, skip = _header(data)
-    unpacker = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
-    unpacker.feed(memoryview(data)[skip:])
-    starts = [skip]
-    for _ in range(min(count, length)):
-        unpacker.skip()
-        starts.append(skip + unpacker.tell())
-    return starts
+    ends = L.item_ends(data, skip, min(count, length), fill=False)
+    return [skip, *(skip + end for end in ends)]
 
 
 def _kept(
