@@ -22,6 +22,7 @@ from swarmstate.integrations import _lg_rows as R
 from swarmstate.integrations import _lg_threads as T
 from swarmstate.integrations._lg_async import AsyncMethods
 from swarmstate.integrations._lg_guard import Guards, seconds_of
+from swarmstate.integrations._lg_pause import collector_held
 from swarmstate.integrations._lg_retention import (
     Retainer,
     RetentionReport,
@@ -276,15 +277,18 @@ class ThreadMethods(AsyncMethods):
 
         A direct read of the chain: a page of the thread's checkpoints and
         writes at a time, and the candidate values of each page in one
-        batch, instead of one ``get_tuple`` per ancestor.
+        batch, instead of one ``get_tuple`` per ancestor. The cyclic
+        collector is held off while it runs (:mod:`._lg_pause`): it returns
+        many new objects and no garbage.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
-        return H.delta_history(
-            self.store,
-            self._values,
-            self.serde,
-            thread_id,
-            checkpoint_ns,
-            conf.get("checkpoint_id") or None,
-            [*channels],
-        )
+        with collector_held():
+            return H.delta_history(
+                self.store,
+                self._values,
+                self.serde,
+                thread_id,
+                checkpoint_ns,
+                conf.get("checkpoint_id") or None,
+                [*channels],
+            )

@@ -1,0 +1,146 @@
+"""The cyclic collector held off during a DeltaChannel history read, and given back."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.channels import DeltaChannel
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+
+import swarmstate as ss
+from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations._lg_pause import collector_held
+from swarmstate.integrations.langgraph import SwarmStateSaver
+
+
+def _fold(state: list[Any], writes: list[Any]) -> list[Any]:
+    return functools.reduce(add_messages, writes, state)
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_fold, snapshot_frequency=4)]
+
+
+class WatchedStore(ss.Store):
+    """A store that notes whether the collector was on at each of its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collector_on_at_reads: list[bool] = []
+
+    def keys(self, *args: Any, **kwargs: Any) -> list[str]:
+        self.collector_on_at_reads.append(gc.isenabled())
+        return super().keys(*args, **kwargs)
+
+    def get_many(self, *args: Any, **kwargs: Any) -> list[Any]:
+        self.collector_on_at_reads.append(gc.isenabled())
+        return super().get_many(*args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def collector_on() -> Iterator[None]:
+    """Every test starts with the collector on and leaves it on, whatever it did."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def _chat(saver: SwarmStateSaver, turns: int) -> list[Any]:
+    def agent(state: Chat) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"a{n}", id=f"a{n}")]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    for turn in range(turns):
+        graph.invoke({"messages": [HumanMessage(content=f"u{turn}", id=f"u{turn}")]}, config)
+    return [found.config for found in saver.list(config)]
+
+
+def test_a_delta_history_read_runs_with_the_collector_off_and_turns_it_back_on() -> None:
+    store = WatchedStore()
+    saver = SwarmStateSaver(store)
+    configs = _chat(saver, 5)
+    store.collector_on_at_reads.clear()
+    history = SwarmStateSaver(store).get_delta_channel_history(
+        config=configs[0], channels=["messages"]
+    )
+    assert history["messages"]["writes"], "the read walked the chain"
+    assert store.collector_on_at_reads, "the read went to the store"
+    assert not any(store.collector_on_at_reads)
+    assert gc.isenabled()
+
+
+def test_the_collector_is_back_on_when_a_delta_history_read_raises() -> None:
+    saver = SwarmStateSaver(ss.Store())
+    configs = _chat(saver, 3)
+    parent = saver.get_tuple(configs[0])
+    assert parent is not None
+    assert parent.parent_config is not None
+    damaged = K.checkpoint_key(parent.parent_config["configurable"]["checkpoint_id"])
+    saver.store.set_many([(K.scope("t", ""), damaged, b"\xc1")], raw=True)
+    with pytest.raises(ss.CorruptDataError):
+        SwarmStateSaver(saver.store).get_delta_channel_history(
+            config=configs[0], channels=["messages"]
+        )
+    assert gc.isenabled()
+
+
+def test_the_async_read_turns_the_collector_back_on() -> None:
+    saver = SwarmStateSaver(ss.Store())
+    configs = _chat(saver, 3)
+    found = asyncio.run(saver.aget_delta_channel_history(config=configs[0], channels=["messages"]))
+    assert found == saver.get_delta_channel_history(config=configs[0], channels=["messages"])
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_its_owner_stays_off() -> None:
+    saver = SwarmStateSaver(ss.Store())
+    configs = _chat(saver, 3)
+    gc.disable()
+    saver.get_delta_channel_history(config=configs[0], channels=["messages"])
+    with collector_held():
+        pass
+    assert not gc.isenabled()
+
+
+def test_overlapping_holds_turn_the_collector_back_on_when_the_last_one_ends() -> None:
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def first() -> None:
+        with collector_held():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with collector_held():
+            second_in.set()
+            first_out.wait(10)
+            seen["after the first ended"] = gc.isenabled()
+        seen["after both ended"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == {"after the first ended": False, "after both ended": True}
+    with collector_held(), collector_held():  # nested in one thread
+        assert not gc.isenabled()
+    assert gc.isenabled()
