@@ -135,6 +135,13 @@ class Generations(Generic[_K, _V]):
         self._young[key] = value
         self._young_size += self._cost(key, value)
 
+    def put_many(self, entries: dict[_K, _V], cost: int) -> None:
+        """Put every entry of ``entries`` at once; ``cost`` is what they cost together."""
+        if self._young_size > self._half:
+            self._old, self._young, self._young_size = self._young, {}, 0
+        self._young.update(entries)
+        self._young_size += cost
+
     def discard(self, key: _K) -> None:
         """Forget ``key`` if it is held."""
         self._young.pop(key, None)

@@ -12,7 +12,8 @@ class:
 
 * a stored model (LangGraph's msgpack extension for pydantic v2: module,
   class name, fields) is decoded by the serializer's own extension hook the
-  first two times it is read, and that object is returned;
+  first two times it is read (one read that meets it several times counts
+  once: it is marked when the read ends), and that object is returned;
 * at the second read its *shape* is remembered, only if rebuilding is
   provably the same object: the class is a pydantic model with no state
   outside ``__dict__`` and pydantic's own slots, no private attributes, no
@@ -102,14 +103,37 @@ class Reviver:
         if hook is None:
             return serde.loads_typed(pair)
         shapes = self._shapes_of(serde)
+        known = shapes.get
+        met: list[bytes] = []  # stored models met for the first time, marked after the read
 
         def ext(code: int, data: bytes) -> Any:
+            if code == _EXT_PYDANTIC_V2:
+                shape = known(data, _NEW)
+                if type(shape) is _Shape:
+                    obj: Any = _new(shape.cls)
+                    _set(obj, "__dict__", ormsgpack.unpackb(data, option=_UNPACK)[2])
+                    _set(obj, "__pydantic_fields_set__", set(shape.fields_set))
+                    _set(obj, "__pydantic_extra__", {} if shape.extra else None)
+                    _set(obj, "__pydantic_private__", None)
+                    return obj
+                obj = hook(code, data)  # exactly what the serializer does with it
+                # Learned at its second read: a value read once costs about what
+                # it costs without this cache (a lookup per model, one mark per read).
+                if shape is _NEW:
+                    met.append(data)
+                elif shape is _SEEN:
+                    shapes.put(data, self._shape(obj, data))  # None: the serializer's, always
+                return obj
             if code == _EXT_DELTA_SNAPSHOT and _SNAPSHOT is not None:
                 # A DeltaChannel's snapshot: its value holds the messages.
                 return _SNAPSHOT(ormsgpack.unpackb(data, ext_hook=ext, option=_UNPACK))
-            return self._ext(hook, shapes, code, data)
+            return hook(code, data)
 
-        return ormsgpack.unpackb(pair[1], ext_hook=ext, option=_UNPACK)
+        value = ormsgpack.unpackb(pair[1], ext_hook=ext, option=_UNPACK)
+        if met:
+            marks = dict.fromkeys(met, _SEEN)
+            shapes.put_many(marks, sum(map(len, marks)) + _ENTRY_COST * len(marks))
+        return value
 
     def _hook(self, serde: Any) -> Any:
         """The extension hook ``serde`` reads msgpack with, or None if it reads otherwise."""
@@ -138,26 +162,6 @@ class Reviver:
                 self._budget, lambda data, _: len(data) + _ENTRY_COST
             )
         return shapes
-
-    def _ext(self, hook: Any, shapes: _Shapes, code: int, data: bytes) -> Any:
-        if code != _EXT_PYDANTIC_V2:
-            return hook(code, data)
-        shape = shapes.get(data, _NEW)
-        if type(shape) is _Shape:
-            obj: Any = _new(shape.cls)
-            _set(obj, "__dict__", ormsgpack.unpackb(data, option=_UNPACK)[2])
-            _set(obj, "__pydantic_fields_set__", set(shape.fields_set))
-            _set(obj, "__pydantic_extra__", {} if shape.extra else None)
-            _set(obj, "__pydantic_private__", None)
-            return obj
-        obj = hook(code, data)  # exactly what the serializer does with it
-        # Learned at its second read: a value read once costs about what it
-        # costs without this cache (a lookup per model).
-        if shape is _NEW:
-            shapes.put(data, _SEEN)
-        elif shape is _SEEN:
-            shapes.put(data, self._shape(obj, data))  # None: decode it this way every time
-        return obj
 
     def _shape(self, obj: Any, data: bytes) -> _Shape | None:
         cls = type(obj)

@@ -121,6 +121,32 @@ def test_models_are_validated_at_their_first_two_reads_only() -> None:
     assert all(_same(read, expected) for read in reads)
 
 
+def test_equal_models_in_one_read_count_as_one_meeting() -> None:
+    serde = _serde(Counted)
+    pair = serde.dumps_typed([Counted(text="same")] * 3)
+    reviver = Reviver(1 << 20)
+    Counted.made = 0
+    reads = [reviver.loads(serde, pair) for _ in range(READS)]
+    # Read one validates all three; read two learns the shape at the first.
+    assert Counted.made == 3 + 1
+    assert all(_same(read, serde.loads_typed(pair)) for read in reads)
+    assert len({id(model) for read in reads for model in read}) == 3 * READS
+
+
+def test_what_the_reviver_remembers_stays_within_its_budget() -> None:
+    serde = _serde(Counted)
+    budget = 20_000
+    reviver = Reviver(budget)
+    for batch in range(40):
+        models = [Counted(text=f"{batch}-{i}-" + "x" * 50) for i in range(25)]
+        reviver.loads(serde, serde.dumps_typed(models))
+    (shapes,) = reviver._shapes.values()
+    read = 25 * (len(next(iter(shapes._young))) + 200)  # what one read's marks cost
+    for generation in (shapes._young, shapes._old):
+        # Each generation: at most half the budget, plus the read that filled it.
+        assert 0 < sum(len(data) + 200 for data in generation) <= budget // 2 + read
+
+
 def test_no_two_reads_share_a_mutable_value() -> None:
     serde = strict_serializer()
     pair = serde.dumps_typed(_messages())
