@@ -136,8 +136,12 @@ class Generations(Generic[_K, _V]):
         self._young_size += self._cost(key, value)
 
     def put_many(self, entries: dict[_K, _V], cost: int) -> None:
-        """Put every entry of ``entries`` at once; ``cost`` is what they cost together."""
-        if self._young_size > self._half:
+        """Put every entry of ``entries`` at once; ``cost`` is what they cost together.
+
+        Within the budget as :meth:`put` is, for a batch that costs at most
+        half of it (a larger one is put entry by entry).
+        """
+        if self._young_size + cost > self._half:
             self._old, self._young, self._young_size = self._young, {}, 0
         self._young.update(entries)
         self._young_size += cost

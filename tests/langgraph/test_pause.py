@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import os
+import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
@@ -17,6 +20,7 @@ from langgraph.graph.message import add_messages
 
 import swarmstate as ss
 from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations import _lg_pause as P
 from swarmstate.integrations._lg_pause import collector_held
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
@@ -144,3 +148,82 @@ def test_overlapping_holds_turn_the_collector_back_on_when_the_last_one_ends() -
     with collector_held(), collector_held():  # nested in one thread
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def _steps() -> list[tuple[Any, int]]:
+    """Every line of the hold's code: (code object, line number)."""
+    codes = [collector_held.__wrapped__.__code__, P._enter.__code__, P._leave.__code__]  # type: ignore[attr-defined]
+    return [
+        (code, line) for code in codes for line in sorted({n for *_, n in code.co_lines() if n})
+    ]
+
+
+@pytest.mark.parametrize("at", range(len(_steps())))
+def test_an_interrupt_at_any_step_leaves_no_hold_and_the_collector_as_it_was(at: int) -> None:
+    code, line = _steps()[at]
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line" and frame.f_lineno == line:
+                raise KeyboardInterrupt
+            return local
+
+        return local
+
+    sys.settrace(trace)
+    try:
+        with collector_held():
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    assert not P._holds, "no hold is left behind"
+    with collector_held():  # the next hold ends whatever the interrupted one left
+        pass
+    assert gc.isenabled()
+    assert not P._holds
+
+
+def test_reads_that_overlap_without_a_break_still_collect(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P, "LONGEST", 0.0)
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with collector_held():
+            holding.set()
+            done.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    try:
+        assert holding.wait(10)
+
+        class Node:
+            pass
+
+        cycle = Node()
+        cycle.self = cycle  # type: ignore[attr-defined]
+        alive = weakref.ref(cycle)
+        del cycle
+        with collector_held():
+            pass
+        assert not gc.isenabled(), "the other read still holds"
+        assert alive() is None, "the read that ended collected"
+    finally:
+        done.set()
+        other.join(10)
+    assert gc.isenabled()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_child_forked_during_a_hold_starts_with_the_collector_on() -> None:
+    with collector_held():
+        pid = os.fork()
+        if pid == 0:  # the child
+            os._exit(0 if gc.isenabled() and not P._holds else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
