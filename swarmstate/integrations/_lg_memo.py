@@ -138,9 +138,13 @@ class Generations(Generic[_K, _V]):
     def put_many(self, entries: dict[_K, _V], cost: int) -> None:
         """Put every entry of ``entries`` at once; ``cost`` is what they cost together.
 
-        Within the budget as :meth:`put` is, for a batch that costs at most
-        half of it (a larger one is put entry by entry).
+        Within the budget as :meth:`put` is: a batch that costs more than a
+        generation holds is put entry by entry, kept as far as the budget goes.
         """
+        if cost > self._half:
+            for key, value in entries.items():
+                self.put(key, value)
+            return
         if self._young_size + cost > self._half:
             self._old, self._young, self._young_size = self._young, {}, 0
         self._young.update(entries)

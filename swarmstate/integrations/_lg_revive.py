@@ -132,12 +132,7 @@ class Reviver:
         value = ormsgpack.unpackb(pair[1], ext_hook=ext, option=_UNPACK)
         if met:
             marks = dict.fromkeys(met, _SEEN)
-            cost = sum(map(len, marks)) + _ENTRY_COST * len(marks)
-            if cost <= shapes.budget // 2:
-                shapes.put_many(marks, cost)
-            else:  # more than a generation holds: kept as far as the budget goes
-                for data in marks:
-                    shapes.put(data, _SEEN)
+            shapes.put_many(marks, sum(map(len, marks)) + _ENTRY_COST * len(marks))
         return value
 
     def _hook(self, serde: Any) -> Any:
