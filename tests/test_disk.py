@@ -211,6 +211,7 @@ INDEXED_QUERIES = [
     (_sqlite.GET, ("ns", "k")),
     (_sqlite.EXISTS, ("ns", "k")),
     (_sqlite.PUT_FAST, ("ns", "k", 1, b"\xc0")),
+    (_sqlite.PUT_FAST_UNLESS, ("ns", "k", 1, b"\xc0", "guard", "g")),
     (_sqlite.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
     (_sqlite.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
     (_sqlite.NAMESPACES_SQL[True], ("t/", "t0")),
@@ -231,6 +232,46 @@ def test_hot_queries_never_scan_the_entries_table(db: Path, query: str, params: 
     plan = [row[3] for row in store._conn().execute("EXPLAIN QUERY PLAN " + query, params)]
     assert plan
     assert not [step for step in plan if step.startswith("SCAN") and "entries" in step], plan
+    store.close()
+
+
+def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db: Path) -> None:
+    """The write of every unclaimed checkpoint alone: decided inside one statement, in each case."""
+    store = DiskStore(db)
+    conn = store._conn()
+    opcodes = [row[1] for row in conn.execute("EXPLAIN " + _sqlite.PUT_FAST_UNLESS, (1,) * 6)]
+    assert "OpenEphemeral" not in opcodes  # an INSERT ... SELECT from entries copies first
+    store.set("guard", "taken", 1)
+
+    def one(key: str, data: bytes, condition: str) -> int:
+        params = ("ns", key, len(data), data, "guard", condition)
+        return store._one_statement(_sqlite.PUT_FAST_UNLESS, params)
+
+    assert one("k", b"\x01", "free") == 1  # inserted
+    assert one("k", b"\x02", "free") == 1  # overwritten in place
+    before = dict(store.items("ns"))
+    assert one("k", b"\x03", "taken") == 0
+    assert one("new", b"\x03", "taken") == 0
+    assert dict(store.items("ns")) == before == {"k": 2}
+    snap = store.snapshot()
+    # The current row is one the snapshot needs: the statement leaves it to the checked path.
+    assert one("k", b"\x04", "free") == 0
+    assert store.get("ns", "k") == 2
+    free = [(("guard", "free"), ss.ABSENT)]
+    assert store._put_required([(("ns", "k"), b"\x04")], False, [], free) == 1
+    assert (store.get("ns", "k"), snap.get("ns", "k")) == (4, 2)
+    store.close()
+
+
+def test_one_statement_writes_reuse_one_cursor_of_the_writer(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("ns", "a", 1)], require=[("guard", "g", ss.ABSENT)])
+    cursor = store._write_cursor
+    assert cursor is not None
+    assert cursor.connection is store._writer
+    store.set_many([("ns", "b", 2)], require=[("guard", "g", ss.ABSENT)])
+    assert store._write_cursor is cursor
+    assert dict(store.items("ns")) == {"a": 1, "b": 2}
     store.close()
 
 

@@ -49,6 +49,7 @@ class Connections:
     _conns_lock: threading.Lock
     _write_lock: threading.Lock
     _writer: Connection | None
+    _write_cursor: apsw.Cursor | None
 
     def _retry_busy(
         self,
@@ -83,6 +84,9 @@ class Connections:
         # Threads of one process queue here, without SQLite's sleep-and-retry.
         self._write_lock = threading.Lock()
         self._writer: Connection | None = None  # used only with _write_lock held
+        # A cursor of _writer kept for one-statement writes: apsw's
+        # Connection.execute makes (and drops) a cursor on every call.
+        self._write_cursor: apsw.Cursor | None = None
 
     def _check_open(self) -> None:
         """Raise once closed; after a fork, leave the parent's connections behind."""
@@ -331,8 +335,11 @@ class Connections:
             conn = self._writer
             if conn is None or self._closed or conn.in_transaction:
                 conn = self._write_conn()
+            cursor = self._write_cursor
+            if cursor is None or cursor.connection is not conn:
+                cursor = self._write_cursor = conn.cursor()
             try:
-                conn.execute(statement, params)
+                cursor.execute(statement, params)
                 return conn.changes() if count else bool(conn.changes())
             except (apsw.Error, UnicodeEncodeError) as exc:
                 if not isinstance(exc, apsw.BusyError):

@@ -229,20 +229,17 @@ class DiskStore(Connections, BaseStore):
     def _put_unless(self, rows: list[Row], if_absent: bool, condition: Pair) -> int:
         """``rows`` in one statement on the condition that ``condition`` has no live value.
 
-        A checkpoint (one row, or with its new list segments) or a task's
-        pending writes (``if_absent``). Rows written, or 0 when the statement
-        changed nothing or the shape has none: the caller then runs the
-        checked transaction, which tells why.
+        A checkpoint with its new list segments, or a task's pending writes
+        (``if_absent``); a checkpoint alone is the one-row statement
+        :meth:`_put_required` runs itself. Rows written, or 0 when the
+        statement changed nothing or the shape has none: the caller then
+        runs the checked transaction, which tells why.
         """
-        if not if_absent and len(rows) == 1:
-            pair, data = rows[0]
-            one = (pair[0], pair[1], len(data), data, condition[0], condition[1])
-            return 1 if self._one_statement(sql.PUT_FAST_UNLESS, one) else 0
         if if_absent:
             statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
         else:
             statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
-        if not 0 < len(rows) <= most:
+        if not 0 < len(rows) <= most or (len(rows) == 1 and not if_absent):
             return 0
         bound: list[Any] = [*condition]
         for pair, data in rows:
@@ -257,9 +254,16 @@ class DiskStore(Connections, BaseStore):
     ) -> int:
         if not ensure and len(require) == 1 and require[0][1] is ABSENT:
             # The shapes of every unclaimed write: one statement each, not four.
-            written = self._put_unless(rows, if_absent, require[0][0])
-            if written:
-                return written
+            condition = require[0][0]
+            if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
+                (ns, key), data = rows[0]
+                one = (ns, key, len(data), data, condition[0], condition[1])
+                if self._one_statement(sql.PUT_FAST_UNLESS, one):
+                    return 1
+            else:
+                written = self._put_unless(rows, if_absent, condition)
+                if written:
+                    return written
         params = [(k[0], k[1], len(data), data) for k, data in rows]
         defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
         put = _put_if_absent if if_absent else _put

@@ -100,8 +100,8 @@ def encode(
         pairs = [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata)]
         return dumps([*pairs, parent_id, run_id, inline])
     kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint, inline])
-    if kind == "msgpack" and data[:1] == b"\x95":
-        return bytes(data)
+    if kind == "msgpack" and data and data[0] == _SERDE:
+        return data if type(data) is bytes else bytes(data)
     return None
 
 

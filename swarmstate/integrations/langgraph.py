@@ -339,7 +339,8 @@ class SwarmStateSaver(ThreadMethods):
             self._typed = True
             data = E.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
-        namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
+        scope_names = self._scope_names.get((thread_id, checkpoint_ns))  # _names, inline
+        namespace, seen, run_key = scope_names or self._names(thread_id, checkpoint_ns)
         entry_key = K.checkpoint_key(checkpoint_id)
         entries.insert(0, (namespace, entry_key, data))
         index: _List[tuple[str, str, Any]] = []
@@ -356,14 +357,18 @@ class SwarmStateSaver(ThreadMethods):
         # After a delete_thread, a put whose parent is gone is refused; the
         # thread's claim, if any, is checked (_lg_guard).
         fence = conf.get("fence")
-        self._guards.write(
-            thread_id,
-            None if fence is None else G.fence_of(conf),
-            (namespace, parent_id) if parent_id else None,
-            entries,
-            ensure=index,
-            raw=True,
-        )
+        built_on = (namespace, parent_id) if parent_id else None
+        if fence is None and not index and len(entries) == 1:
+            self._guards.write_entry(thread_id, built_on, namespace, entry_key, data)
+        else:
+            self._guards.write(
+                thread_id,
+                None if fence is None else G.fence_of(conf),
+                built_on,
+                entries,
+                ensure=index,
+                raw=True,
+            )
         self._values.rows.discard((namespace, entry_key))  # a put of an id again
         if listings:
             self._values.cache(listings)
