@@ -250,10 +250,10 @@ WHY = {
     "growth.delta.put": "with DeltaChannel both puts are small: one INSERT of a few hundred "
     "bytes and a commit for the peer, one statement with the guard's condition inside it for "
     "ours. Timed inside the graph (the runtime's worker threads, CPU caches cold between "
-    "puts), the statement and the commit are most of each, about equal; the Python around "
-    "ours (the stored metadata, the entry's inline forms, the head kept for the child) is "
-    "now shorter than the peer's, which encodes its metadata as JSON. Both being mostly "
-    "SQLite, the per-turn ratio spreads widely on a loaded machine",
+    "puts), the statement and the commit are most of each; counted in instructions (a "
+    "replay of the run's puts under callgrind) ours is about three quarters of the peer's. "
+    "Both being mostly SQLite and cold caches, the per-turn ratio spreads widely on a "
+    "loaded machine",
     "core.threads.scaling": "four threads on the machine's two cores, shared with other "
     "work: one Store's total set+get rate stays about flat from one thread to four (the "
     "GIL serializes the Python of each call); the bound asks that it not fall below 0.8, "
