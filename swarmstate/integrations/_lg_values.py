@@ -205,6 +205,10 @@ class Values:
         )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        # The serializer known to write None as ("null", b"") (LangGraph's, whose
+        # dumps_typed returns that for None first thing): a None of its is stored
+        # as that without a call. Set by the saver; None: always call.
+        self.plain_none: Any = None
 
     # -- the heads of recent checkpoints ---------------------------------------
 
@@ -276,6 +280,9 @@ class Values:
                     "channel versions must be str, int or float"
                 )
             value = values[channel]
+            if value is None and serde is self.plain_none:
+                inline[channel] = [BLOB, "null", b""]  # what serde.dumps_typed(None) returns
+                continue
             data = contents = previous = None
             if type(value) is list:
                 if parent is not None and channel in parent.versions:

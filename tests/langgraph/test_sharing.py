@@ -566,3 +566,36 @@ def test_a_channel_version_of_another_type_is_refused_and_nothing_is_stored(
         # "big" first: its entries are built before the bad version is met.
         saver.put(cfg("t"), checkpoint, {"source": "loop", "step": 1}, {"big": 1, "small": version})
     assert saver.store.namespaces() == []
+
+
+def test_a_none_value_is_stored_as_the_serializer_writes_it() -> None:
+    """LangGraph's serializer writes None as ("null", b""): stored so without a call.
+
+    Any other serializer is asked, every time, and what it wrote comes back.
+    """
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    plain = SwarmStateSaver(ss.Store())
+    assert plain._values.plain_none is plain.serde
+    assert plain.serde.dumps_typed(None) == ("null", b"")
+
+    class Counting(JsonPlusSerializer):
+        calls = 0
+
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            if obj is None:
+                Counting.calls += 1
+                return "null", b""
+            return super().dumps_typed(obj)
+
+    counted = SwarmStateSaver(ss.Store(), serde=Counting())
+    assert counted._values.plain_none is None
+    for saver in (plain, counted):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"flag": None, "n": 1}
+        checkpoint["channel_versions"] = {"flag": 1, "n": 1}
+        config = saver.put(cfg("t"), checkpoint, {"step": 0}, {"flag": 1, "n": 1})
+        got = saver.get_tuple(config)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"flag": None, "n": 1}
+    assert Counting.calls == 1
