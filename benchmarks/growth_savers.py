@@ -180,43 +180,48 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
     out: list[Saver] = []
     tag = f"growth_{graph}_{random.Random().getrandbits(32):08x}"
     admin = psycopg.connect(cfg.pg_dsn, autocommit=True)
+    # Each closer drops its own schema: the names are distinct variables (a
+    # closure over one rebound name dropped the peer's schema twice, ours never).
     if want("SwarmStateSaver(PostgresStore)"):
-        schema = f"{tag}_ours"
-        store = PostgresStore(cfg.pg_dsn, schema=schema)
+        ours_schema = f"{tag}_ours"
+        store = PostgresStore(cfg.pg_dsn, schema=ours_schema)
         store.setup()
 
         def close_ours() -> None:
             store.close()
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            admin.execute(f'DROP SCHEMA IF EXISTS "{ours_schema}" CASCADE')
 
         out.append(
             Saver(
                 "SwarmStateSaver(PostgresStore)",
                 timed(SwarmStateSaver)(store),
-                functools.partial(_pg_bytes, cfg.pg_dsn, schema),
+                functools.partial(_pg_bytes, cfg.pg_dsn, ours_schema),
                 close_ours,
             )
         )
     if want("PostgresSaver"):
-        schema = f"{tag}_peer"
-        admin.execute(f'CREATE SCHEMA "{schema}"')
+        peer_schema = f"{tag}_peer"
+        admin.execute(f'CREATE SCHEMA "{peer_schema}"')
         conn = psycopg.connect(
             cfg.pg_dsn,
             autocommit=True,
             prepare_threshold=0,
             row_factory=dict_row,
-            options=f"-c search_path={schema}",
+            options=f"-c search_path={peer_schema}",
         )
         peer = timed(PostgresSaver)(conn)
         peer.setup()
 
         def close_peer() -> None:
             conn.close()
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            admin.execute(f'DROP SCHEMA IF EXISTS "{peer_schema}" CASCADE')
 
         out.append(
             Saver(
-                "PostgresSaver", peer, functools.partial(_pg_bytes, cfg.pg_dsn, schema), close_peer
+                "PostgresSaver",
+                peer,
+                functools.partial(_pg_bytes, cfg.pg_dsn, peer_schema),
+                close_peer,
             )
         )
     return out

@@ -535,9 +535,13 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
+    from swarmstate.backends import _disk_process
+
     store = DiskStore(db)
     store.set("a", "parent", 1)
     parent_conn = store._conn()
+    parent_cursor = store._write_cursor  # kept by the one-statement write
+    assert parent_cursor is not None
     pid = os.fork()
     if pid == 0:  # the child: report through the exit code, never return to pytest
         code = 1
@@ -545,6 +549,9 @@ def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
             assert store.get("a", "parent") == 1
             store.set("a", "child", 2)
             assert store._conn() is not parent_conn
+            # The parent's cursor is kept, never freed here (freeing takes its mutex).
+            assert store._write_cursor is not parent_cursor
+            assert any(kept is parent_cursor for kept in _disk_process.ABANDONED)
             store.snapshot()
             store.close()
             code = 0

@@ -98,8 +98,18 @@ class Connections:
             # the inherited _conns_lock may not be, and is not taken.
             with process.RESETTING:
                 if os.getpid() != self._pid:
-                    process.ABANDONED.extend(self._own_connections())
+                    self._abandon()
                     self._reset_process_state()
+
+    def _abandon(self) -> None:
+        """In a forked child: keep the parent's connections and kept cursor, unused, for good.
+
+        Closing or freeing them would take their SQLite mutex, which a parent
+        thread inside a statement held at the fork.
+        """
+        process.ABANDONED.extend(self._own_connections())
+        if self._write_cursor is not None:
+            process.ABANDONED.append(self._write_cursor)
 
     def _own_connections(self) -> list[Connection]:
         writer = [] if self._writer is None else [self._writer]
@@ -228,8 +238,8 @@ class Connections:
         self._closed = True
         if os.getpid() != self._pid:
             with process.RESETTING:
-                process.ABANDONED.extend(self._own_connections())
-                self._conns, self._writer = [], None
+                self._abandon()
+                self._conns, self._writer, self._write_cursor = [], None, None
             return
         deadline = time.monotonic() + self.busy_timeout
         held = self._write_lock.acquire(timeout=self.busy_timeout)
@@ -244,6 +254,8 @@ class Connections:
                 self._conns = [entry for entry in left_open if entry[1] is not writer]
                 still = any(entry[1] is writer for entry in left_open)
                 self._writer = writer if still else None
+                if self._writer is None:
+                    self._write_cursor = None  # closed with its connection
                 left = len(left_open)
         finally:
             if held:
@@ -335,10 +347,10 @@ class Connections:
             conn = self._writer
             if conn is None or self._closed or conn.in_transaction:
                 conn = self._write_conn()
-            cursor = self._write_cursor
-            if cursor is None or cursor.connection is not conn:
-                cursor = self._write_cursor = conn.cursor()
             try:
+                cursor = self._write_cursor
+                if cursor is None or cursor.connection is not conn:
+                    cursor = self._write_cursor = conn.cursor()
                 cursor.execute(statement, params)
                 return conn.changes() if count else bool(conn.changes())
             except (apsw.Error, UnicodeEncodeError) as exc:

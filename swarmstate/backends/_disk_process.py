@@ -23,9 +23,10 @@ __all__ = ["ABANDONED", "RESETTING", "Entry", "close_all", "forked_mid_write", "
 Entry = tuple[weakref.ref[threading.Thread], Connection]
 """A connection and the thread it was opened for."""
 
-ABANDONED: list[Connection] = []
-"""Connections inherited across fork: never closed in the child, where closing
-could disturb the parent's locks and WAL."""
+ABANDONED: list[Connection | apsw.Cursor] = []
+"""Connections (and a store's kept write cursor) inherited across fork: never
+closed nor freed in the child, where closing could disturb the parent's locks
+and WAL, and freeing takes a mutex a parent thread may have held at the fork."""
 
 
 class _Store(Protocol):

@@ -129,9 +129,10 @@ DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {
 # statement: a conditional write of one row as one autocommit transaction.
 # The condition sits in VALUES, not in an INSERT ... SELECT ... WHERE: a
 # SELECT reading the table it inserts into is first copied to a temporary
-# b-tree, a tenth of this statement's time. When (?5, ?6) has a live value
-# the row's ns is NULL, which breaks ns's NOT NULL, and OR IGNORE drops the
-# row (OR IGNORE leaves the ON CONFLICT target to its DO UPDATE).
+# b-tree, about a quarter of this statement's instructions. When (?5, ?6)
+# has a live value the row's ns is NULL, which breaks ns's NOT NULL, and OR
+# IGNORE drops the row (OR IGNORE leaves the ON CONFLICT target to its DO
+# UPDATE).
 # changes() == 0 when the condition fails or PUT_FAST would change nothing
 # (or any other constraint failed); the caller then takes the checked path
 # in a transaction of its own, which tells these apart.

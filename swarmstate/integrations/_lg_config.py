@@ -48,10 +48,14 @@ def stored_metadata(config: Any, metadata: Mapping[str, Any], excluded: Set[str]
     graph, where a put writes a few hundred bytes, LangGraph's function was
     about a tenth of the put.
     """
-    skipped = _SKIPPED.get(excluded)
-    if skipped is None:
-        skipped = _SKIPPED.setdefault(excluded, set(excluded))
-    stored = dict(metadata)
+    if type(excluded) is frozenset:
+        skipped = _SKIPPED.get(excluded)
+        if skipped is None:
+            skipped = _SKIPPED.setdefault(excluded, set(excluded))
+    else:
+        skipped = set(excluded)  # not hashable, maybe not fixed: nothing remembered
+    # Read through items(), as LangGraph reads it (a subclass may override it).
+    stored = dict(metadata) if type(metadata) is dict else dict(metadata.items())
     for key, value in stored.items():
         if isinstance(value, str) and (type(value) is not str or "\x00" in value):
             stored[key] = value.replace("\x00", "")  # a value replaced, not a key added
@@ -81,8 +85,8 @@ def stored_metadata(config: Any, metadata: Mapping[str, Any], excluded: Set[str]
     return stored
 
 
-_SKIPPED: dict[Set[str], set[str]] = {}
-"""Per ``excluded`` set: keys :func:`stored_metadata` never adds (excluded, or ``__``-prefixed)."""
+_SKIPPED: dict[frozenset[str], set[str]] = {}
+"""Per ``excluded`` frozenset: keys :func:`stored_metadata` never adds (excluded, or ``__``)."""
 _SKIPPED_MAX = 1024
 
 

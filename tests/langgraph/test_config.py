@@ -64,3 +64,16 @@ def test_stored_metadata_reads_a_mapping_that_is_not_a_plain_dict_as_langgraph_d
     got = C.stored_metadata(config, {"step": 1}, frozenset(EXCLUDED_METADATA_KEYS))
     assert got == expected
     assert got["user"] == "overridden"
+
+
+def test_stored_metadata_reads_metadata_through_its_items_as_langgraph_does() -> None:
+    class Items(dict[str, Any]):
+        def items(self) -> Any:
+            return [(key, "from items") for key in self]
+
+    config = {"configurable": {"b": "x", "__pregel_x": 1}}
+    for excluded in (frozenset(EXCLUDED_METADATA_KEYS), set(EXCLUDED_METADATA_KEYS)):
+        for _ in range(2):  # the second time, with the runtime's keys remembered
+            got = C.stored_metadata(config, Items(a=1), excluded)
+            assert got == get_checkpoint_metadata(config, Items(a=1))  # type: ignore[arg-type]
+            assert got == {"a": "from items", "b": "x"}
