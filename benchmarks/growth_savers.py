@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GrowthConfig", "Saver", "make_savers", "timed"]
+__all__ = ["GrowthConfig", "Saver", "drop_schema", "make_savers", "timed"]
 
 
 @dataclass
@@ -91,6 +91,14 @@ def _pg_bytes(dsn: str, schema: str) -> int:
             (schema,),
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drop a schema a section made on the server it was given, with all it holds."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _memory_bytes_inmemory(saver: Any) -> int:

@@ -36,7 +36,7 @@ from typing import Any
 import sections_growth as growth
 from _config import Config
 from _results import Results
-from growth_savers import timed
+from growth_savers import drop_schema, timed
 
 
 def _open(where: tuple[str, str, str]) -> Any:
@@ -272,6 +272,9 @@ def section_retention(cfg: Config, res: Results, workdir: Path) -> None:
         schema = f"bench_retention_{time.time_ns() % 10**9}"
         with PostgresStore(cfg.pg_dsn, schema=schema) as store:
             store.setup()
-        _one("postgres", ("postgres", cfg.pg_dsn, schema), cfg, res)
+        try:
+            _one("postgres", ("postgres", cfg.pg_dsn, schema), cfg, res)
+        finally:
+            drop_schema(cfg.pg_dsn, schema)
     else:
         res.skipped["retention.postgres"] = "needs --pg-dsn"
