@@ -187,9 +187,9 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
     assert cfg.pg_dsn is not None
     out: list[Saver] = []
     tag = f"growth_{graph}_{random.Random().getrandbits(32):08x}"
-    admin = psycopg.connect(cfg.pg_dsn, autocommit=True)
     # Each closer drops its own schema: the names are distinct variables (a
     # closure over one rebound name dropped the peer's schema twice, ours never).
+    dsn = cfg.pg_dsn
     if want("SwarmStateSaver(PostgresStore)"):
         ours_schema = f"{tag}_ours"
         store = PostgresStore(cfg.pg_dsn, schema=ours_schema)
@@ -197,7 +197,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
 
         def close_ours() -> None:
             store.close()
-            admin.execute(f'DROP SCHEMA IF EXISTS "{ours_schema}" CASCADE')
+            drop_schema(dsn, ours_schema)
 
         out.append(
             Saver(
@@ -209,7 +209,8 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
         )
     if want("PostgresSaver"):
         peer_schema = f"{tag}_peer"
-        admin.execute(f'CREATE SCHEMA "{peer_schema}"')
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'CREATE SCHEMA "{peer_schema}"')
         conn = psycopg.connect(
             cfg.pg_dsn,
             autocommit=True,
@@ -222,7 +223,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
 
         def close_peer() -> None:
             conn.close()
-            admin.execute(f'DROP SCHEMA IF EXISTS "{peer_schema}" CASCADE')
+            drop_schema(dsn, peer_schema)
 
         out.append(
             Saver(

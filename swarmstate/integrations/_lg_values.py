@@ -186,7 +186,13 @@ _SHARED_LOCK = threading.Lock()
 class Values:
     """Channel values of every thread of one store: writes, batched reads, reclaim."""
 
-    def __init__(self, store: BaseStore, cache_bytes: int, compress: bool = False) -> None:
+    def __init__(
+        self,
+        store: BaseStore,
+        cache_bytes: int,
+        compress: bool = False,
+        plain_none: Any = None,
+    ) -> None:
         self.store = store
         self.compress = compress
         self._recent = _Recent(cache_bytes // 2 - cache_bytes // 16)
@@ -207,8 +213,8 @@ class Values:
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
         # The serializer known to write None as ("null", b"") (LangGraph's, whose
         # dumps_typed returns that for None first thing): a None of its is stored
-        # as that without a call. Set by the saver; None: always call.
-        self.plain_none: Any = None
+        # as that without a call. None: always call.
+        self.plain_none = plain_none
 
     # -- the heads of recent checkpoints ---------------------------------------
 

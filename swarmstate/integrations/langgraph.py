@@ -180,10 +180,9 @@ class SwarmStateSaver(ThreadMethods):
             compress = type(self.store)._compress_large_values
         # The in-memory store never blocks, so a worker thread would only add latency.
         self._async_inline = isinstance(self.store, Store)
-        self._values = Values(self.store, cache_bytes, compress)
-        if type(self.serde).dumps_typed is JsonPlusSerializer.dumps_typed:
-            # LangGraph's serializer writes None as ("null", b""), with no work.
-            self._values.plain_none = self.serde
+        # LangGraph's serializer writes None as ("null", b""), with no work.
+        plain = type(self.serde).dumps_typed is JsonPlusSerializer.dumps_typed
+        self._values = Values(self.store, cache_bytes, compress, self.serde if plain else None)
         self._retainer = Retainer(self.store, self._values)
         self._guards = Guards(self.store)
         self.retention = retention
