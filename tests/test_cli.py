@@ -30,7 +30,7 @@ from cli_support import (
 
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check", "prune"]

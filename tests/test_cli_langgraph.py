@@ -22,7 +22,7 @@ import swarmstate as ss
 from swarmstate._cli.source import open_store
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 

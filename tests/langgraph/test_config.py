@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, get_checkpoint_metadata
 
-from swarmstate.integrations import _lg_config as C
+from swarmstate.integrations.langgraph import config as C
 
 # Keys a runtime config holds (excluded ones, private ones, user ones) and
 # values of every kind the helper keeps, cleans or drops.

@@ -28,8 +28,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 import swarmstate as ss
-from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
 
 BACKENDS = ["memory", "disk", "postgres"]
 
@@ -251,8 +251,8 @@ def test_every_checkpoint_equals_the_reference_savers(
         run(reference, script, threads)
         expected = _snapshot(reference)
         assert _snapshot(ours) == expected
-        segments = [ns for ns in ours.store.namespaces("langgraph:") if ns.endswith(K.SEGMENTS)]
-        assert segments, "the conversations are long enough for shared segments"
+        segments = [ns for ns in ours.store.namespaces("langgraph:") if ns.endswith(K.CHUNKS)]
+        assert segments, "the conversations are long enough for values stored as chunks"
         assert _graph_view(ours, threads) == _graph_view(reference, threads)
         # A saver opened afresh on the same store (no cache) reads the same.
         assert _snapshot(SwarmStateSaver(ours.store)) == expected

@@ -23,8 +23,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 import swarmstate as ss
-from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
 
 # -- graphs --------------------------------------------------------------
 

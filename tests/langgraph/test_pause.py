@@ -20,10 +20,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate as ss
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations import _lg_pause as P
-from swarmstate.integrations._lg_pause import collector_held
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import pause as P
+from swarmstate.integrations.langgraph.pause import collector_held
 
 
 def _fold(state: list[Any], writes: list[Any]) -> list[Any]:
@@ -222,7 +222,7 @@ def test_reads_that_overlap_without_a_break_still_collect(monkeypatch: pytest.Mo
 
 _FORK_CHILD = """
 import gc, os
-from swarmstate.integrations import _lg_pause as P
+from swarmstate.integrations.langgraph import pause as P
 gc.enable()
 with P.collector_held():
     pid = os.fork()

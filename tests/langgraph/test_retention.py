@@ -20,9 +20,9 @@ from test_sharing import assert_every_item_is_needed, chat_graph, everything, ta
 
 import swarmstate as ss
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations._lg_guard import GUARDS
 from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph.guard import GUARDS
 
 MakeStore = Callable[[], ss.BaseStore]
 DAY = datetime.timedelta(days=1)

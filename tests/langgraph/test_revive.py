@@ -13,8 +13,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, PrivateAttr, field_validator
 
-from swarmstate.integrations._lg_revive import Reviver
 from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
+from swarmstate.integrations.langgraph.revive import Reviver
 
 READS = 5  # the first two are the serializer's, the rest rebuilt (for models that allow it)
 

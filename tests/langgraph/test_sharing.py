@@ -17,8 +17,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate as ss
-from swarmstate.integrations import _lg_keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
 
 MakeStore = Callable[[], ss.BaseStore]
 
@@ -64,10 +65,10 @@ def everything(saver: SwarmStateSaver) -> list[Any]:
 
 
 def thread_items(store: ss.BaseStore, thread: str) -> list[tuple[str, str]]:
-    """The stored values and list segments of a thread: what sharing may leave behind."""
+    """The stored chunks (and earlier-layout values and segments) of a thread."""
     pairs = []
     for ns in store.namespaces(K.thread_prefix(thread)):
-        if ns.endswith((K.VALUES, K.SEGMENTS)):
+        if ns.endswith((K.VALUES, K.SEGMENTS, K.CHUNKS)):
             pairs.extend((ns, key) for key in store.keys(ns))
     return pairs
 
@@ -362,30 +363,6 @@ def test_delta_channel_history_sees_what_changed_since_it_last_walked(
         assert direct == walked
 
 
-def test_a_history_walk_keeps_no_row_it_read_while_a_put_dropped_one() -> None:
-    from swarmstate.integrations import _lg_history as H
-
-    saver = SwarmStateSaver(ss.Store())
-    talk(chat_graph(saver), "race", 2)
-    store, rows = saver.store, saver._values.rows
-    namespace = K.scope("race", "")
-    keys = store.keys(namespace)
-    read = store.get_many
-
-    def read_during_a_put(pairs: Any, raw: bool = False) -> list[Any]:
-        found = read(pairs, raw=raw)
-        rows.discard((namespace, keys[0]))  # a put's drop lands while the walk reads
-        return found
-
-    store.get_many = read_during_a_put  # type: ignore[method-assign]
-    chain = H._Chain(store, rows, namespace, keys[-1] + "\uffff")
-    assert [key for key, _ in chain._values_of(keys)] == keys
-    assert not any((namespace, key) in rows.cache for key in keys), "nothing kept"
-    store.get_many = read  # type: ignore[method-assign]
-    chain._values_of(keys)
-    assert all((namespace, key) in rows.cache for key in keys), "kept when nothing changed"
-
-
 @pytest.mark.parametrize(
     "damage",
     [
@@ -414,11 +391,13 @@ def test_a_damaged_checkpoint_entry_raises_corrupt_data_naming_it(
         list(SwarmStateSaver(saver.store).list(None))
 
 
-def test_a_missing_segment_raises_corrupt_data_naming_the_channel(make_store: MakeStore) -> None:
+def test_a_missing_chunk_raises_corrupt_data_naming_the_channel(make_store: MakeStore) -> None:
     saver = SwarmStateSaver(make_store())
     talk(chat_graph(saver), "seg", 6)
-    ns = K.segments("seg", "")
-    saver.store.delete(ns, saver.store.keys(ns)[0])
+    latest = saver.store.items(K.scope("seg", ""), reverse=True, limit=1, raw=True)[0][1]
+    form = E.decode(saver.serde, latest).forms["messages"]  # type: ignore[index]
+    chunk = next(part[0] for part in form[3] if type(part) is list)
+    saver.store.delete(K.chunks("seg"), chunk)
     with pytest.raises(ss.CorruptDataError, match="messages"):
         list(SwarmStateSaver(saver.store).list(cfg("seg")))
 
@@ -434,16 +413,16 @@ def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
     ours = SwarmStateSaver(make_store(), compress=True)
     reference = InMemorySaver()
     for saver in (ours, reference):
-        talk(chat_graph(saver), "zip", 3)
+        talk(chat_graph(saver), "zip", 5)
     forms = {len(write) for _, write in _stored_writes(ours.store, "zip")}
     assert forms == {6, 7}, "messages are packed, a small branch write is not"
-    segments = [ss.loads(v) for _, v in ours.store.items(K.segments("zip", ""), raw=True)]
-    assert any(len(s) == 3 for s in segments), "a segment of messages is packed"
+    chunks = [ss.loads(v) for _, v in ours.store.items(K.chunks("zip"), raw=True)]
+    assert any(type(c) is list for c in chunks), "a chunk of messages is packed"
     # A saver that does not compress extends the thread: its rows and the
     # packed ones read back together, by either kind of saver.
     plain = SwarmStateSaver(ours.store, compress=False)
     for saver in (plain, reference):
-        talk(chat_graph(saver), "zip", 2, start=3)
+        talk(chat_graph(saver), "zip", 2, start=5)
 
     def writes(saver: Any) -> list[list[tuple[str, Any]]]:  # task ids are random per run
         return [[w[1:] for w in t.pending_writes or []] for t in saver.list(cfg("zip"))]

@@ -36,7 +36,7 @@ constructing a model from the same fields gives the same model. A model
 whose construction has effects outside the instance (a counter, a registry)
 sees them once per distinct stored model, not once per read.
 
-Bounded by bytes, as two generations, like :mod:`._lg_memo`; lookups take no
+Bounded by bytes, as two generations, like :mod:`.memo`; lookups take no
 lock (a race costs at most a miss).
 """
 
@@ -49,7 +49,7 @@ import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from swarmstate.integrations._lg_memo import STRICT, Generations
+from swarmstate.integrations.langgraph.memo import STRICT, Generations
 
 _SNAPSHOT: Any  # what LangGraph's serializer decodes its snapshot extension to
 try:

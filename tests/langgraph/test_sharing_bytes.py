@@ -1,32 +1,28 @@
-"""Property tests of the shared-segment list layout and of the serialized-item memo."""
+"""Property tests of the byte-level sharing of versions and of the serialized-item memo."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import ormsgpack
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-import swarmstate as ss
-from swarmstate.integrations import _lg_lists as L
-from swarmstate.integrations._lg_memo import Generations, Memo
+from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 
 items = st.one_of(
     st.integers(-(2**40), 2**40),
     st.text(max_size=30),
-    # Long enough to be stored compressed (and to compress).
     st.integers(30, 90).map(lambda n: "lorem ipsum " * n),
     st.binary(max_size=20),
     st.none(),
     st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3),
 )
 
-# An edit script: each step turns the previous list into the next one.
+# An edit script: each step turns the previous value into the next one.
 edits = st.lists(
     st.tuples(
         st.sampled_from(
@@ -65,163 +61,119 @@ def _apply(current: list[Any], op: str, where: int, item: Any) -> list[Any]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(script=edits, pack=st.booleans())
+@given(script=edits, shape=st.sampled_from(["list", "dict", "text"]))
 def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
-    script: list[tuple[str, int, Any]], pack: bool
+    script: list[tuple[str, int, Any]], shape: str
 ) -> None:
-    stored: dict[str, Any] = {}
-    versions: list[tuple[bytes, tuple[L.Ref, ...]]] = []
-    base: L.Listing | None = None
+    chunks: dict[str, bytes] = {}
+    versions: list[S.Version] = []
+    base: S.Version | None = None
     current: list[Any] = []
     for op, where, item in script:
         current = _apply(current, op, where, item)
-        data = ormsgpack.packb(current)
-        built = L.build(data, base, pack=pack)
-        assert built is not None
-        listing, segments = built
-        for key, encoded in segments:
-            assert key not in stored, "segment keys are never reused"
-            stored[key] = ss.loads(encoded)
-        assert {key for key, _ in segments} <= {ref.key for ref in listing.refs}
-        assert listing.data == data
-        assert len(listing.refs) <= L.MAX_REFS
-        versions.append((data, listing.refs))
-        base = listing
-    # Every version, from the segments alone, is the serializer's bytes again.
-    parsed = {key: L.parse_segment(value) for key, value in stored.items()}
-    for data, refs in versions:
-        assert L.assemble(refs, parsed).data == data
+        value: Any = current
+        if shape == "dict":
+            value = {str(i): v for i, v in enumerate(current)}
+        elif shape == "text":
+            value = " ".join(map(repr, current))
+        data = ormsgpack.packb(value)
+        made, new = S.whole(data) if base is None else S.share(data, base)
+        for key, chunk in new:
+            assert key not in chunks, "chunk keys are never reused"
+            chunks[key] = chunk
+        assert {key for key, _ in new} <= set(S.chunk_keys(made.parts))
+        assert made.data == data
+        assert made.ends[-1] == len(data)
+        assert len(made.parts) <= S.MAX_PARTS
+        versions.append(made)
+        base = made
+    # Every version, from the chunks alone, is the serializer's bytes again.
+    for made in versions:
+        assert S.assemble(made.parts, chunks) == made.data
+
+
+def _written(values: list[Any]) -> tuple[int, int, S.Version]:
+    """Bytes of new chunks and of all versions whole, storing ``values`` one after another."""
+    base: S.Version | None = None
+    written = whole = 0
+    for value in values:
+        data = ormsgpack.packb(value)
+        base, new = S.whole(data) if base is None else S.share(data, base)
+        written += sum(len(chunk) for _, chunk in new)
+        whole += len(data)
+    assert base is not None
+    return written, whole, base
+
+
+def _text(i: int, words: int = 40) -> str:
+    return " ".join(f"w{(i * 7919 + k * 104729) % 1000003:x}" for k in range(words))
 
 
 def test_appending_writes_about_the_new_items_and_reads_stay_short() -> None:
-    base: L.Listing | None = None
     current: list[Any] = []
-    written = 0
+    versions = []
     for i in range(2_000):
-        current.append({"i": i, "text": "x" * (i % 50)})
-        data = ormsgpack.packb(current)
-        built = L.build(data, base)
-        assert built is not None
-        base, segments = built
-        written += sum(len(_items(encoded)) for _, encoded in segments)
-        assert len(base.refs) <= 3 * L.FANIN
-    # Each item is rewritten about once per tier (log_16 of the length, amortized).
-    assert written < 4 * len(base.data)
+        current = [*current, {"i": i, "text": _text(i, i % 12)}]
+        versions.append(current)
+    written, _, last = _written(versions)
+    assert len(last.parts) <= S.MAX_PARTS
+    # Each byte is rewritten about once per tier (log_16 of the size, amortized).
+    assert written < 5 * len(last.data)
 
 
 def test_an_edit_in_the_middle_writes_about_the_edited_item() -> None:
-    current = [{"i": i, "text": "y" * 40} for i in range(1_000)]
-    base = L.build(ormsgpack.packb(current), None)
-    assert base is not None
-    current[500] = {"i": -1, "text": "edited"}
-    built = L.build(ormsgpack.packb(current), base[0])
-    assert built is not None
-    listing, segments = built
-    assert (
-        sum(listing.refs[i].stop - listing.refs[i].start for i in range(len(listing.refs))) == 1_000
-    )
-    assert sum(len(_items(encoded)) for _, encoded in segments) < 200
+    current = [{"i": i, "text": _text(i, 8)} for i in range(1_000)]
+    edited = list(current)
+    edited[500] = {"i": -1, "text": "edited"}
+    written, _, _ = _written([current, edited])
+    assert written - len(ormsgpack.packb(current)) < 200
 
 
 def test_a_window_trimmed_as_items_are_added_writes_about_the_added_items() -> None:
-    # What a chat that deletes its oldest messages (RemoveMessage) to keep a
-    # window does: each version drops the first items and appends one.
-    def message(i: int) -> dict[str, Any]:
-        return {"i": i, "text": "z" * 300}
-
-    window: list[Any] = [message(i) for i in range(24)]
-    built = L.build(ormsgpack.packb(window), None)
-    assert built is not None
-    base = built[0]
-    written = added = 0
-    for version in range(400):
-        k = 1 + (version % 3 == 0)  # one or two out, as many in
-        window = [*window[k:], *(message(added + 24 + j) for j in range(k))]
-        added += k
-        data = ormsgpack.packb(window)
-        built = L.build(data, base)
-        assert built is not None
-        base, segments = built
-        assert base.data == data
-        assert base.length == 24
-        written += sum(len(_items(encoded)) for _, encoded in segments)
-        assert len(base.refs) <= 3 * L.TAIL_FANIN
-    item = len(ormsgpack.packb(message(400)))
-    # Each added item is written about once per tier it is merged into, not
-    # the whole window each version (which would be 400 x 24 items).
-    assert written < 3 * added * item
+    window: list[Any] = [{"role": "user", "content": _text(i)} for i in range(24)]
+    versions = []
+    for i in range(24, 224):
+        window = [*window[1:], {"role": "assistant", "content": _text(i)}]
+        versions.append(window)
+    written, whole, _ = _written(versions)
+    assert written < whole / 8
 
 
-def test_a_later_run_is_found_only_on_an_item_boundary() -> None:
-    # The first kept item's bytes also occur inside an earlier item (as a
-    # bytes value): that match is no run; the one on the item boundary is.
-    needle = {"k": "needle"}
-    before = ["x" * 40, {"wrap": ormsgpack.packb(needle)}, "a" * 40, needle, "b" * 40, "c" * 40]
-    first = L.build(ormsgpack.packb(before), None)
-    assert first is not None
-    after = [needle, "b" * 40, "c" * 40, "new"]
-    data = ormsgpack.packb(after)
-    again = L.build(data, first[0])
-    assert again is not None
-    listing, segments = again
-    stored = {key: L.parse_segment(ss.loads(encoded)) for key, encoded in first[1] + segments}
-    assert L.assemble(listing.refs, stored).data == data
-    assert sum(len(_items(encoded)) for _, encoded in segments) == len(ormsgpack.packb("new"))
+def test_a_dict_with_one_key_changed_writes_about_that_key() -> None:
+    docs = {f"doc{k}": _text(k, 150) for k in range(60)}
+    versions = [docs]
+    for i in range(100):
+        docs = {**docs, f"doc{(i * 37) % 60}": _text(1000 + i, 150)}
+        versions.append(docs)
+    written, whole, _ = _written(versions)
+    assert written < whole / 10
 
 
-def _items(encoded: bytes) -> bytes:
-    """A stored segment's items as they were before any compression."""
-    return L.parse_segment(ss.loads(encoded))[1]
+def test_a_text_rewritten_at_both_ends_writes_about_the_ends() -> None:
+    draft = _text(1, 6000)[:40_000]
+    versions = [draft]
+    for i in range(50):
+        draft = _text(i, 3) + draft[30:-30] + _text(i + 7, 3)
+        versions.append(draft)
+    written, whole, _ = _written(versions)
+    assert written < whole / 10
 
 
-def test_a_segment_of_compressible_items_is_stored_packed_and_reads_back() -> None:
-    text = [{"i": i, "text": f"message {i} " + "lorem ipsum dolor " * 20} for i in range(40)]
-    assert all(len(ss.loads(e)) == 2 for _, e in L.build(ormsgpack.packb(text), None)[1])
-    built = L.build(ormsgpack.packb(text), None, pack=True)
-    assert built is not None
-    listing, segments = built
-    stored = [ss.loads(encoded) for _, encoded in segments]
-    assert all(len(s) == 3 and s[2] == 1 for s in stored), "compressible items are packed"
-    assert sum(len(e) for _, e in segments) < listing.size / 2
-    parsed = {key: L.parse_segment(value) for (key, _), value in zip(segments, stored, strict=True)}
-    assert L.assemble(listing.refs, parsed).data == listing.data
+def test_a_value_that_shares_nothing_is_one_new_chunk() -> None:
+    first = ormsgpack.packb([_text(i) for i in range(20)])
+    second = ormsgpack.packb([_text(100 + i) for i in range(20)])
+    base, _ = S.whole(first)
+    _made, new = S.share(second, base)
+    assert len(new) == 1
+    assert len(new[0][1]) >= len(second) - 8  # all of it, but maybe a header
 
 
-def test_items_that_do_not_compress_are_stored_as_they_are() -> None:
-    noise = [os.urandom(300) for _ in range(10)]
-    built = L.build(ormsgpack.packb(noise), None, pack=True)
-    assert built is not None
-    stored = [ss.loads(encoded) for _, encoded in built[1]]
-    assert stored
-    assert all(len(s) == 2 for s in stored)
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda lengths, packed: [lengths, packed[:-5], 1],  # cut short
-        lambda lengths, packed: [lengths, packed + b"\x00", 1],  # trailing bytes
-        lambda lengths, packed: [[*lengths[:-1], lengths[-1] - 1], packed, 1],  # holds more
-        lambda lengths, packed: [[*lengths, 10], packed, 1],  # holds less
-        lambda lengths, packed: [[], packed, 1],  # names no items at all
-        lambda lengths, packed: [lengths, b"not zlib at all", 1],
-        lambda lengths, packed: {0: lengths, 1: packed, 2: 1},  # a map, not a list
-    ],
-)
-def test_a_damaged_packed_segment_is_a_decode_error(damage: Any) -> None:
-    text = [f"message {i} " + "lorem ipsum dolor " * 20 for i in range(8)]
-    built = L.build(ormsgpack.packb(text), None, pack=True)
-    assert built is not None
-    (_, encoded), *_ = built[1]
-    lengths, packed, tag = ss.loads(encoded)
-    assert tag == 1
-    with pytest.raises(ss.DecodeError):
-        L.parse_segment(damage(lengths, packed))
-
-
-def test_bytes_that_are_not_an_array_are_not_a_listing() -> None:
-    assert L.build(ormsgpack.packb({"a": 1}), None) is None
-    assert L.build(b"", None) is None
+def test_a_match_is_only_ever_equal_bytes() -> None:
+    # Repeated content must not make a run of bytes that differ.
+    base, chunks = S.whole(ormsgpack.packb(["same text " * 20] * 30))
+    data = ormsgpack.packb(["same text " * 20] * 29 + ["other"] + ["same text " * 20])
+    made, new = S.share(data, base)
+    assert S.assemble(made.parts, dict(chunks + new)) == data
 
 
 def _messages(n: int) -> list[Any]:
@@ -239,13 +191,11 @@ def _serialized(memo: Memo, serde: Any, items: list[Any], previous: Any = None) 
     return made[0]
 
 
-def _version(memo: Memo, serde: Any, items: list[Any]) -> Any:
-    """The contents and listing of ``items``, as a parent version for the next serialize."""
+def _version(memo: Memo, serde: Any, items: list[Any]) -> tuple[Contents, bytes]:
+    """The contents and bytes of ``items``, as a parent version for the next serialize."""
     made = memo.serialize(serde, items)
     assert made is not None
-    built = L.build(made[0], None)
-    assert built is not None
-    return made[1], built[0]
+    return made[1], made[0]
 
 
 def test_the_memo_gives_the_serializers_bytes_and_sees_in_place_edits() -> None:
@@ -350,3 +300,21 @@ def test_the_memo_steps_aside_where_it_cannot_prove_equal_bytes() -> None:
 
     assert memo.serialize(Other(), _messages(20)) is None  # another encoder: no memo
     assert memo.serialize(serde, _messages(3)) is None  # short lists go whole
+
+
+def test_the_memo_knows_where_each_item_of_its_bytes_starts() -> None:
+    from swarmstate.integrations.langgraph.items import array_header, item_ends
+
+    serde = JsonPlusSerializer()
+    memo = Memo(1 << 24)
+    messages = _messages(40)
+    parent = _version(memo, serde, messages)
+    for version in (messages + _messages(45)[40:], messages[2:] + _messages(43)[40:]):
+        made = memo.serialize(serde, version, parent)
+        assert made is not None
+        data, contents = made
+        head = array_header(data)
+        assert head is not None
+        count, skip = head
+        expected = [skip, *(skip + end for end in item_ends(data, skip, count))]
+        assert list(contents.starts) == expected

@@ -14,16 +14,21 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     langgraph:t F(thread) F(checkpoint_ns) c   O(checkpoint id) "c"            checkpoint
                                                O(checkpoint id) "w" F(task) idx  pending write
     langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
-    langgraph:t F(thread) F(checkpoint_ns) v   F(channel) V(version)           channel value
-    langgraph:t F(thread) F(checkpoint_ns) s   segment key (random)             list segment
+    langgraph:t F(thread) ~c                   chunk key (fresh)                value chunk
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
 
-A checkpoint entry's value (its layouts: :mod:`._lg_entry`) holds the
-checkpoint with its metadata, parent id and run id; its channel values are
-stored once per ``(channel, version)`` beside it (:mod:`._lg_values`, with
-list values cut into shared segments by :mod:`._lg_lists`); a pending write's is
+and, written by earlier releases and still read (:mod:`.legacy`)::
+
+    langgraph:t F(thread) F(checkpoint_ns) v   F(channel) V(version)           channel value
+    langgraph:t F(thread) F(checkpoint_ns) s   segment key (random)             list segment
+
+A checkpoint entry's value (its layouts: :mod:`.entry`) holds the
+checkpoint with its metadata, parent id and run id, and the stored form of
+each channel value (:mod:`.values`): small ones inline, others as ranges of
+the thread's chunks (:mod:`.sharing`), which every namespace of the thread
+shares (a subgraph's checkpoints share its parent's bytes); a pending write's is
 ``[task id, idx, task path, channel, type, bytes]``, or with the bytes
-compressed (:mod:`._lg_pack`) ``[task id, idx, task path, channel, type,
+compressed (:mod:`.pack`) ``[task id, idx, task path, channel, type,
 packed, size]``. A checkpoint key ends in
 :data:`CHECKPOINT`; a write key ends in its index's last digit, so the last
 character tells them apart.
@@ -62,6 +67,7 @@ from typing import Final
 __all__ = [
     "CHECKPOINT",
     "CHECKPOINTS",
+    "CHUNKS",
     "ID_END",
     "ROOT",
     "RUNS",
@@ -71,6 +77,7 @@ __all__ = [
     "WRITE",
     "checkpoint_id_of",
     "checkpoint_key",
+    "chunks",
     "field",
     "group_range",
     "is_special_write",
@@ -102,6 +109,8 @@ VALUES: Final = "v"
 """Kind letter ending the namespace of a checkpoint namespace's channel values."""
 SEGMENTS: Final = "s"
 """Kind letter ending the namespace of a checkpoint namespace's list segments."""
+CHUNKS: Final = "~c"
+"""Ending the namespace of a thread's value chunks (never the start of a field)."""
 _END: Final = "\x01\x01"
 ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
@@ -235,6 +244,11 @@ def _thread_namespace(thread_id: str, checkpoint_ns: str, kind: str) -> str:
 def values(thread_id: str, checkpoint_ns: str) -> str:
     """Namespace of the channel values of one (thread, checkpoint namespace)."""
     return _thread_namespace(thread_id, checkpoint_ns, VALUES)
+
+
+def chunks(thread_id: str) -> str:
+    """Namespace of the value chunks of one thread, shared by its checkpoint namespaces."""
+    return f"{THREADS}{len(thread_id)}:{thread_id},{CHUNKS}"
 
 
 def segments(thread_id: str, checkpoint_ns: str) -> str:

@@ -1,6 +1,6 @@
 """Reading the checkpointer's rows back: groups of entries, decoded rows, tuples.
 
-A checkpoint's pending writes are keyed right after it (:mod:`._lg_keys`),
+A checkpoint's pending writes are keyed right after it (:mod:`.keys`),
 so a reverse scan of a thread namespace meets a checkpoint's writes just
 before the checkpoint: :func:`fold` turns such a scan into *groups*,
 ``(checkpoint id, entry, write entries)``, carrying the writes at the end of
@@ -16,12 +16,12 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError
-from swarmstate.integrations import _lg_config as C
-from swarmstate.integrations import _lg_entry as E
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations._lg_pack import unpack
-from swarmstate.integrations._lg_revive import Reviver
-from swarmstate.integrations._lg_values import Head, Values
+from swarmstate.integrations.langgraph import config as C
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph.pack import unpack
+from swarmstate.integrations.langgraph.revive import Reviver
+from swarmstate.integrations.langgraph.values import Values, head_of
 
 __all__ = ["Found", "Pending", "complete", "corrupt", "decode", "fold", "groups", "pending_writes"]
 
@@ -33,7 +33,7 @@ Pending = tuple[list[Any], "str | None"]
 """Write entries seen at the bottom of a page, and the key head they share."""
 Found = tuple[str, str, str, dict[str, Any], dict[str, Any], "str | None", list[Any], Any]
 """A decoded row: thread, namespace, id, checkpoint, metadata, parent id, pending
-writes, and the entry's inline forms (None when the entry holds every value)."""
+writes, and the entry's value forms (None when the entry holds every value)."""
 
 
 def fold(rows: list[tuple[str, Any]], pending: Pending) -> tuple[list[Group], Pending]:
@@ -102,7 +102,7 @@ def pending_writes(
                 "a pending write is not [task id, idx, path, channel, type, bytes(, size)]"
             )
         if channels is None or write[3] in channels:
-            if len(write) == 7:  # compressed (_lg_pack): the bytes and their size
+            if len(write) == 7:  # compressed (pack): the bytes and their size
                 packed, size = write[5], write[6]
                 raw = unpack(packed, size) if type(packed) is bytes and type(size) is int else None
                 if raw is None:
@@ -152,36 +152,37 @@ def decode(
         pending = pending_writes(serde, values.reviver, writes) if writes else []
     except CorruptDataError as exc:
         raise corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
-    checkpoint = decoded.checkpoint
-    if decoded.inline is not None:
-        run_id = decoded.metadata.get("run_id")
-        values.remember(
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            Head(
-                dict(checkpoint["channel_versions"]),
-                decoded.inline,
-                run_id if type(run_id) is str else None,
-            ),
-        )
+    head = head_of(decoded)
+    if head is not None:
+        values.remember(thread_id, checkpoint_ns, checkpoint_id, head)
     return (
         thread_id,
         checkpoint_ns,
         checkpoint_id,
-        checkpoint,
+        decoded.checkpoint,
         decoded.metadata,
         decoded.parent_id,
         pending,
-        decoded.inline,
+        decoded.forms,
     )
 
 
 def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointTuple]:
-    """Read the channel values of a batch of decoded rows, and build their tuples."""
-    shared = [((row[0], row[1], row[2]), row[3], row[7]) for row in batch if row[7] is not None]
+    """Read the channel values of a batch of decoded rows, and build their tuples.
+
+    A checkpoint whose stored values went missing while it was read, because
+    it was deleted meanwhile (retention in another process), is left out; one
+    that still exists without them is damaged: :class:`CorruptDataError`.
+    """
+    shared = [i for i, row in enumerate(batch) if row[7] is not None]
     if shared:
-        values.fill(serde, shared)
+        incomplete = values.fill(
+            serde,
+            [((batch[i][0], batch[i][1], batch[i][2]), batch[i][3], batch[i][7]) for i in shared],
+        )
+        if incomplete:
+            gone = _deleted(values, [(batch[shared[i]], channel) for i, channel in incomplete])
+            batch = [row for row in batch if (row[0], row[1], row[2]) not in gone]
     out: list[CheckpointTuple] = []
     for (
         thread_id,
@@ -214,3 +215,20 @@ def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointT
         # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
         out.append(_new_tuple(CheckpointTuple, (config, checkpoint, metadata, parent, writes)))
     return out
+
+
+def _deleted(values: Values, rows: list[tuple[Found, str]]) -> set[tuple[str, str, str]]:
+    """Which of ``rows`` (read without all their values) no longer exist; raise for the rest.
+
+    Each row comes with the channel whose stored bytes were missing.
+    """
+    pairs = [(K.scope(row[0], row[1]), K.checkpoint_key(row[2])) for row, _ in rows]
+    present = values.store.get_many(pairs, raw=True)
+    for (row, channel), found in zip(rows, present, strict=True):
+        if found is not None:
+            raise CorruptDataError(
+                f"checkpoint {row[2]!r} of thread {row[0]!r} (checkpoint_ns {row[1]!r}): "
+                f"the value of channel {channel!r} cannot be read (a chunk of it is missing); "
+                "the stored data is damaged or incomplete"
+            )
+    return {(row[0], row[1], row[2]) for row, _ in rows}

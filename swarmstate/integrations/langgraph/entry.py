@@ -1,23 +1,21 @@
 """How the LangGraph checkpointer turns one checkpoint into one store value.
 
 Four layouts, all msgpack arrays, told apart by their first byte. The two
-written today hold the checkpoint *without* its channel values, which are
-stored once per ``(channel, version)`` beside it (:mod:`._lg_values`):
+written today hold the checkpoint *without* its channel values, and the
+stored form of each value beside it (:mod:`.values`):
 
 * ``0x95``, five elements, the usual one: ``[metadata, parent id, run id,
-  checkpoint, inline]`` as one document of the saver's serializer, when
+  checkpoint, forms]`` as one document of the saver's serializer, when
   that serializer writes plain msgpack (LangGraph's ``JsonPlusSerializer``
   does). Its bytes are stored as they are (``raw`` store writes and reads).
 * ``0x97``, seven elements, for serializers of another format (encryption,
   pickle, ...): ``[checkpoint type, checkpoint bytes, metadata type,
-  metadata bytes, parent id, run id, inline]`` in the store's own codec.
+  metadata bytes, parent id, run id, forms]`` in the store's own codec.
 
-``inline`` maps a channel to the stored form of its value at the
-checkpoint's version (:mod:`._lg_values`), for the forms small enough to
-ride along in every checkpoint: small values (a counter, a route, a flag)
-and the refs of every list. Cheaper than an entry of their own, and copied
-from the parent's entry, never re-read from the live value, while they do
-not change.
+``forms`` maps a channel to the stored form of its value at the
+checkpoint's version (:mod:`.values`): a small value itself, or where its
+bytes are stored. Copied from the parent's entry, never re-read from the
+live value, while they do not change.
 
 Two earlier layouts held the whole checkpoint, channel values included; they
 are still read (and a thread written in them can be extended):
@@ -63,13 +61,8 @@ class Decoded(NamedTuple):
     metadata: dict[str, Any]
     parent_id: str | None
     checkpoint: dict[str, Any]
-    inline: dict[str, list[Any]] | None
-    """The stored forms carried in the entry; None when the entry holds every value."""
-
-    @property
-    def shared(self) -> bool:
-        """True when the channel values are stored beside the entry, by version."""
-        return self.inline is not None
+    forms: dict[str, list[Any]] | None
+    """The stored forms of the channel values; None when the entry holds every value."""
 
 
 class _NeedsSerializer(Exception):
@@ -86,11 +79,11 @@ def encode(
     metadata: Any,
     parent_id: str | None,
     run_id: str | None,
-    inline: dict[str, list[Any]],
+    forms: dict[str, list[Any]],
     *,
     typed: bool = False,
 ) -> bytes | None:
-    """The stored bytes of one checkpoint (without its values), its metadata and inline forms.
+    """The stored bytes of one checkpoint (without its values), its metadata and value forms.
 
     The serializer's own document (``0x95``); None when ``serde`` did not
     write plain msgpack for it: then call again with ``typed=True`` for the
@@ -98,8 +91,8 @@ def encode(
     """
     if typed:
         pairs = [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata)]
-        return dumps([*pairs, parent_id, run_id, inline])
-    kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint, inline])
+        return dumps([*pairs, parent_id, run_id, forms])
+    kind, data = serde.dumps_typed([metadata, parent_id, run_id, checkpoint, forms])
     if kind == "msgpack" and data and data[0] == _SERDE:
         return data if type(data) is bytes else bytes(data)
     return None
@@ -114,15 +107,15 @@ def decode(serde: Any, data: bytes) -> Decoded:
             if type(entry) is not list or len(entry) != first - 0x90:
                 raise CorruptDataError("not the saver's array")
             metadata, parent_id, _, checkpoint = entry[:4]
-            inline = entry[4] if first == _SERDE else None
+            forms = entry[4] if first == _SERDE else None
         else:
             entry = _typed(data)
             metadata = _metadata(serde, entry)
             parent_id = entry[4]
             checkpoint = serde.loads_typed((entry[0], entry[1]))
-            inline = entry[6] if first == _TYPED else None
-    _check_shape(metadata, parent_id, checkpoint, inline)
-    return Decoded(metadata, parent_id, checkpoint, inline)
+            forms = entry[6] if first == _TYPED else None
+    _check_shape(metadata, parent_id, checkpoint, forms)
+    return Decoded(metadata, parent_id, checkpoint, forms)
 
 
 @contextlib.contextmanager
@@ -138,7 +131,7 @@ def _reading(data: bytes) -> Iterator[None]:
         ) from exc
 
 
-def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, inline: Any) -> None:
+def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, forms: Any) -> None:
     if type(metadata) is not dict:
         raise CorruptDataError(f"its metadata is a {type(metadata).__name__}, not a dict")
     if parent_id is not None and type(parent_id) is not str:
@@ -147,14 +140,14 @@ def _check_shape(metadata: Any, parent_id: Any, checkpoint: Any, inline: Any) ->
         raise CorruptDataError(f"the checkpoint is a {type(checkpoint).__name__}, not a dict")
     if type(checkpoint.get("channel_versions")) is not dict:
         raise CorruptDataError("the checkpoint has no channel_versions dict")
-    if inline is None:
+    if forms is None:
         if type(checkpoint.get("channel_values")) is not dict:
             raise CorruptDataError("the checkpoint has no channel_values dict")
         return
-    if type(inline) is not dict or not all(
-        type(form) is list and form and type(form[0]) is int for form in inline.values()
+    if type(forms) is not dict or not all(
+        type(form) is list and form and type(form[0]) is int for form in forms.values()
     ):
-        raise CorruptDataError("its inline values are not a dict of stored forms")
+        raise CorruptDataError("its value forms are not a dict of stored forms")
 
 
 def head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:

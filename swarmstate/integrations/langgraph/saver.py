@@ -7,10 +7,10 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
     graph = builder.compile(checkpointer=SwarmStateSaver(DiskStore("state.db")))
 
-Where things are kept: key encoding in :mod:`._lg_keys`, the checkpoint
-entry in :mod:`._lg_entry`, channel values by version in :mod:`._lg_values`
-(lists as shared segments: :mod:`._lg_lists`), thread operations in
-:mod:`._lg_threads`, ``DeltaChannel`` history in :mod:`._lg_history`.
+Where things are kept: key encoding in :mod:`.keys`, the checkpoint
+entry in :mod:`.entry`, channel values by version in :mod:`.values`
+(lists as shared segments: :mod:`.legacy`), thread operations in
+:mod:`.threads`, ``DeltaChannel`` history in :mod:`.history`.
 Design points:
 
 * A checkpoint costs what changed. Its entry holds the checkpoint without
@@ -23,7 +23,7 @@ Design points:
   writes sort right after it, so one range query reads both.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
   the store, correct when another process wrote it. The caches hold only
-  immutable, named content (see :mod:`._lg_values`).
+  immutable, named content (see :mod:`.values`).
 * Deserialization goes through LangGraph's ``JsonPlusSerializer`` in strict
   msgpack-allowlist mode with no pickle fallback, unless you pass a serde.
 * The sync methods are the implementation; async ones call them directly on
@@ -40,11 +40,11 @@ from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate._errors import InvalidArgumentError, MissingDependencyError
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate._memory import Store
-from swarmstate.integrations import _lg_config as C
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations._lg_pack import pack
+from swarmstate.integrations.langgraph import config as C
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph.pack import pack
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -60,14 +60,14 @@ try:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     # These need msgpack, from the same extra.
-    from swarmstate.integrations import _lg_entry as E
-    from swarmstate.integrations import _lg_guard as G
-    from swarmstate.integrations import _lg_rows as R
-    from swarmstate.integrations._lg_guard import Guards
-    from swarmstate.integrations._lg_operations import ThreadMethods
-    from swarmstate.integrations._lg_retention import Retainer, Retention, RetentionReport
-    from swarmstate.integrations._lg_revive import msgpack_as_jsonplus
-    from swarmstate.integrations._lg_values import Head, Values
+    from swarmstate.integrations.langgraph import entry as E
+    from swarmstate.integrations.langgraph import guard as G
+    from swarmstate.integrations.langgraph import reads as R
+    from swarmstate.integrations.langgraph.guard import Guards
+    from swarmstate.integrations.langgraph.operations import ThreadMethods
+    from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
+    from swarmstate.integrations.langgraph.revive import msgpack_as_jsonplus
+    from swarmstate.integrations.langgraph.values import Head, LenderGone, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
@@ -192,6 +192,8 @@ class SwarmStateSaver(ThreadMethods):
         self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
+        # Checkpoints whose put a tombstone refused: their pending writes are refused too.
+        self._refused: set[tuple[str, str, str]] = set()
         self._owns_store = store is None
 
     def __repr__(self) -> str:
@@ -284,9 +286,9 @@ class SwarmStateSaver(ThreadMethods):
     ) -> RunnableConfig:
         """Store a checkpoint, and the channel values ``new_versions`` says changed.
 
-        One atomic batch: the checkpoint entry, each changed value under its
-        ``(channel, version)`` (a list as the segments it does not share with
-        its parent's version), and the run's index entries.
+        One atomic batch: the checkpoint entry (its values' stored forms
+        inside), the chunks of the bytes no earlier version holds, and the
+        run's index entries.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
         checkpoint_id = checkpoint["id"]
@@ -298,42 +300,112 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"new_versions must be a mapping of channel to version, got {new_versions!r}"
             )
-        serde = self.serde
         stored_metadata = C.stored_metadata(config, metadata, _EXCLUDED_METADATA)
         run_id = stored_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
         parent_id = conf.get("checkpoint_id") or None
+        namespace = self._names(thread_id, checkpoint_ns)[0]
+        built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, parent_id)
+        try:
+            self._put(
+                conf,
+                thread_id,
+                checkpoint_ns,
+                checkpoint,
+                stored_metadata,
+                new_versions,
+                run_id,
+                parent_id,
+                built_on,
+                whole=False,
+            )
+        except LenderGone:
+            # A checkpoint this one took stored bytes from was deleted meanwhile
+            # (retention elsewhere): store every value anew, taking nothing.
+            self._put(
+                conf,
+                thread_id,
+                checkpoint_ns,
+                checkpoint,
+                stored_metadata,
+                new_versions,
+                run_id,
+                parent_id,
+                built_on,
+                whole=True,
+            )
+        except ThreadDeletedError:
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id)
+            raise
+        if self.retention is not None:
+            self._retainer.wrote(self.serde, self.retention, thread_id)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+
+    def _put(
+        self,
+        conf: dict[str, Any],
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: Checkpoint,
+        stored_metadata: dict[str, Any],
+        new_versions: Mapping[str, Any],
+        run_id: str | None,
+        parent_id: str | None,
+        built_on: _List[tuple[str, str]],
+        *,
+        whole: bool,
+    ) -> None:
+        """:meth:`put`'s one store write; ``whole``: every value stored anew."""
+        serde = self.serde
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        parent = (
+        namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
+        parent: Head | None = _NO_PARENT
+        parent_pair = outer = outer_pair = None
+        if parent_id and not whole:
+            parent_pair = (namespace, K.checkpoint_key(parent_id))
             # The parent is usually the checkpoint this saver just wrote: in the cache.
-            self._values.heads.get((thread_id, checkpoint_ns, parent_id))
-            or self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
-            if parent_id
-            else _NO_PARENT
-        )
+            parent = self._values.heads.get(
+                (thread_id, checkpoint_ns, parent_id)
+            ) or self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
+        elif not whole and len(built_on) > 0:
+            # A subgraph's first checkpoint: its values are compared with the
+            # enclosing graph's checkpoint it runs under (the nearest one).
+            outer_ns, outer_id = built_on[-1]
+            outer_scope = K.parse_scope(outer_ns)
+            if outer_scope is not None:
+                outer_pair = (outer_ns, K.checkpoint_key(outer_id))
+                outer = self._values.parent_head(serde, thread_id, outer_scope[1], outer_id)
         stored: Mapping[str, Any] = new_versions
-        if parent is None:
-            # A parent stored whole (an earlier layout) or missing: keep every value
-            # this checkpoint holds, so that it depends on no other entry.
+        if parent is None or whole:
+            # A parent missing, stored whole (an earlier layout), or deleted while
+            # this put was made: keep every value this checkpoint holds, so that
+            # it depends on no other entry.
+            parent = None
             stored = {ch: versions[ch] for ch in values if ch in versions}
             stored.update(new_versions)
-        entries, inline, listings = self._values.entries(
-            serde, thread_id, checkpoint_ns, values, stored, parent
+        built = self._values.build(
+            serde,
+            thread_id,
+            checkpoint_ns,
+            values,
+            versions,
+            stored,
+            parent,
+            parent_pair,
+            outer,
+            outer_pair,
         )
-        if parent is not None:
-            # Small values of unchanged channels: the parent's stored bytes, as they were.
-            for channel, pair in parent.inline.items():
-                if (
-                    channel not in stored
-                    and channel in versions
-                    and versions[channel] == parent.versions.get(channel)
-                ):
-                    inline.setdefault(channel, pair)
         head = dict(checkpoint)  # the checkpoint without its values
         head.pop("channel_values", None)
-        parts = (serde, head, stored_metadata, parent_id, run_id, inline)
+        parts = (serde, head, stored_metadata, parent_id, run_id, built.forms)
         data = None if self._typed else E.encode(*parts)
         if data is None:
             # The serializer writes another format: typed pairs from now on,
@@ -341,12 +413,11 @@ class SwarmStateSaver(ThreadMethods):
             self._typed = True
             data = E.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
-        scope_names = self._scope_names.get((thread_id, checkpoint_ns))  # _names, inline
-        namespace, seen, run_key = scope_names or self._names(thread_id, checkpoint_ns)
-        entry_key = K.checkpoint_key(checkpoint_id)
-        entries.insert(0, (namespace, entry_key, data))
+        entry_key = K.checkpoint_key(checkpoint["id"])
+        rows: _List[tuple[str, str, Any]] = [(namespace, entry_key, data), *built.rows]
         index: _List[tuple[str, str, Any]] = []
-        if run_id is not None and (parent is None or parent.run_id != run_id):
+        parent_run = parent.run_id if parent is not None and parent_pair is not None else None
+        if run_id is not None and parent_run != run_id:
             # The run's index entries for this thread namespace, in the same atomic
             # batch; after the run's first checkpoint here they exist and cost a lookup.
             names = self._run_names.get(run_id)
@@ -355,40 +426,71 @@ class SwarmStateSaver(ThreadMethods):
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
-
-        # After a delete_thread, a put whose parent is gone is refused; the
-        # thread's claim, if any, is checked (_lg_guard).
-        fence = conf.get("fence")
-        built_on = (namespace, parent_id) if parent_id else None
-        if fence is None and not index and len(entries) == 1:
-            self._guards.write_entry(thread_id, built_on, namespace, entry_key, data)
-        else:
-            self._guards.write(
-                thread_id,
-                None if fence is None else G.fence_of(conf),
-                built_on,
-                entries,
-                ensure=index,
-                raw=True,
-            )
-        self._values.rows.discard((namespace, entry_key))  # a put of an id again
-        if listings:
-            self._values.cache(listings)
+        # After a delete_thread, a put built on a checkpoint that is gone is refused;
+        # the thread's claim, if any, is checked (guard).
+        self._guards.write(
+            thread_id,
+            G.fence_of(conf),
+            built_on,
+            rows,
+            ensure=index,
+            raw=True,
+            lenders=built.lenders,
+        )
+        self._values.cache(thread_id, checkpoint_ns, (namespace, entry_key), built)
         self._values.remember(
             thread_id,
             checkpoint_ns,
-            checkpoint_id,
-            _new_tuple(Head, (dict(versions), inline, run_id)),
+            checkpoint["id"],
+            _new_tuple(Head, (dict(versions), built.forms, run_id)),
         )
-        if self.retention is not None:
-            self._retainer.wrote(serde, self.retention, thread_id)
-        return {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        }
+
+    def _built_on(
+        self,
+        conf: dict[str, Any],
+        thread_id: str,
+        checkpoint_ns: str,
+        namespace: str,
+        checkpoint_id: str | None,
+    ) -> _List[tuple[str, str]]:
+        """``(namespace, checkpoint id)`` of the checkpoints a write builds on.
+
+        Its own (a put's parent, or the checkpoint of pending writes), then
+        those of the enclosing graphs a subgraph runs under
+        (``checkpoint_map``), the nearest last: a deleted thread refuses a
+        subgraph of the run that was going on as it refuses that run.
+        """
+        found: _List[tuple[str, str]] = []
+        outer = conf.get("checkpoint_map")
+        if outer and isinstance(outer, dict):
+            for name, outer_id in sorted(outer.items(), key=lambda item: len(str(item[0]))):
+                if (
+                    type(name) is str
+                    and name != checkpoint_ns
+                    and type(outer_id) is str
+                    and outer_id
+                ):
+                    found.append((K.scope(thread_id, name), outer_id))
+        if checkpoint_id:
+            found.append((namespace, checkpoint_id))
+        return found
+
+    def _refuse(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
+        """Remember a checkpoint whose put the thread's tombstone refused, and drop its writes.
+
+        Its pending writes may have landed first (the runtime saves in the
+        background); they, and any that come later, belong to a run that
+        cannot go on.
+        """
+        refused = self._refused
+        if len(refused) > _NAMES_MAX:
+            refused.clear()
+        refused.add((thread_id, checkpoint_ns, checkpoint_id))
+        namespace = self._names(thread_id, checkpoint_ns)[0]
+        start, stop = K.group_range(checkpoint_id)
+        orphans = [(namespace, key) for key in self.store.keys(namespace, start=start, stop=stop)]
+        if orphans:
+            self.store.delete_many(orphans)
 
     def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str, str, str]:
         """The checkpoint namespace, runs-seen namespace and run-index key of a scope."""
@@ -426,7 +528,14 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
-        namespace = self._names(thread_id, C.checkpoint_ns_of(conf))[0]
+        checkpoint_ns = C.checkpoint_ns_of(conf)
+        if (thread_id, checkpoint_ns, checkpoint_id) in self._refused:
+            raise ThreadDeletedError(
+                f"thread {thread_id!r} was deleted and checkpoint {checkpoint_id!r} was refused: "
+                "the run that wrote it cannot go on; start a new run (without a checkpoint_id) "
+                "to reuse the thread id"
+            )
+        namespace = self._names(thread_id, checkpoint_ns)[0]
         dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
@@ -450,7 +559,7 @@ class SwarmStateSaver(ThreadMethods):
         self._guards.write(
             thread_id,
             G.fence_of(conf),
-            (namespace, checkpoint_id),
+            self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id),
             special or regular,
             if_absent=not special,
         )
@@ -474,7 +583,7 @@ class SwarmStateSaver(ThreadMethods):
             found = self._decode(
                 thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
             )
-            return self._complete([found])[0] if found is not None else None
+            return self._one(found)
         latest = self.store.items(namespace, reverse=True, limit=1, raw=True)
         if not latest:
             return None
@@ -482,10 +591,14 @@ class SwarmStateSaver(ThreadMethods):
         if key[-1] == K.CHECKPOINT:
             # Writes sort after their checkpoint: the last key being a checkpoint means none.
             found = self._decode(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
-            return self._complete([found])[0] if found is not None else None
+            one = self._one(found)
+            if one is not None:
+                return one
         for group in R.groups(self.store.items, namespace, None, 8):
-            found = self._decode(thread_id, checkpoint_ns, *group)
-            return self._complete([found])[0] if found is not None else None
+            # The newest that can be read: one deleted while it was read is skipped.
+            one = self._one(self._decode(thread_id, checkpoint_ns, *group))
+            if one is not None:
+                return one
         return None
 
     def list(
@@ -599,6 +712,12 @@ class SwarmStateSaver(ThreadMethods):
 
     def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
         return R.complete(self.serde, self._values, batch)
+
+    def _one(self, found: R.Found | None) -> CheckpointTuple | None:
+        if found is None:
+            return None
+        done = self._complete([found])
+        return done[0] if done else None
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.

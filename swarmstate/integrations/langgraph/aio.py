@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from swarmstate.integrations import _lg_config as C
+from swarmstate.integrations.langgraph import config as C
 
 __all__ = ["AsyncMethods"]
 

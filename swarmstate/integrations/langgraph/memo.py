@@ -48,14 +48,16 @@ costs at most a miss).
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from swarmstate.integrations import _lg_lists as L
+from swarmstate.integrations.langgraph import items as L
 
 __all__ = ["STRICT", "Contents", "Generations", "Memo"]
 
@@ -170,15 +172,18 @@ class Contents(NamedTuple):
     ``fields`` is the array of every item's ``__dict__`` and ``extras`` of
     its ``__pydantic_extra__``, each packed under :data:`STRICT` in one
     call; ``classes`` the items' classes. Equal items of these mean equal keys.
+    ``starts`` says where each item starts in the version's bytes, and where
+    the last one ends.
     """
 
     classes: tuple[type, ...]
     fields: bytes
     extras: bytes
+    starts: array[int]
 
     def cost(self) -> int:
         """Bytes it holds, roughly: what a cache of them counts."""
-        return len(self.fields) + len(self.extras) + 8 * len(self.classes) + 128
+        return len(self.fields) + len(self.extras) + 16 * len(self.classes) + 128
 
 
 _FIELDS: Final = operator.attrgetter("__dict__")
@@ -202,7 +207,7 @@ def _item_starts(data: bytes, count: int) -> list[int]:
 
 
 def _kept(
-    classes: tuple[type, ...], fields: bytes, extras: bytes, before: Contents, listing: L.Listing
+    classes: tuple[type, ...], fields: bytes, extras: bytes, before: Contents
 ) -> tuple[int, int]:
     """``(r, k)``: the new items ``[0, k)`` are the previous version's ``[r, r + k)``, its last.
 
@@ -210,7 +215,7 @@ def _kept(
     anew. ``r`` is 0 for a list that grew by appending.
     """
     kept = len(before.classes)
-    if listing.length != kept or not kept:
+    if not kept:
         return 0, 0
     at_fields, at_extras = _header(fields)[1], _header(extras)[1]
     # Where the previous items start: the first one after the header; the
@@ -239,11 +244,11 @@ class Memo:
         self._classes: dict[type, bool] = {}
 
     def serialize(
-        self, serde: Any, items: list[Any], previous: tuple[Contents, L.Listing] | None = None
+        self, serde: Any, items: list[Any], previous: tuple[Contents, bytes] | None = None
     ) -> tuple[bytes, Contents] | None:
         """The serializer's msgpack bytes of the list ``items`` and its contents.
 
-        ``previous`` is an earlier version's contents with its listing (the
+        ``previous`` is an earlier version's contents with its bytes (the
         parent's, made by this method): the run of its items this list
         starts with, unchanged, takes its bytes from it. None when the memo
         does not apply (another serializer, a short list, an item it cannot
@@ -273,7 +278,7 @@ class Memo:
             extras = packb(list(map(_EXTRAS, items)), option=STRICT)
         except TypeError:  # a value of another type than plain data: not keyed
             return None
-        dropped, same = (0, 0) if previous is None else _kept(classes, fields, extras, *previous)
+        dropped, same = (0, 0) if previous is None else _kept(classes, fields, extras, previous[0])
         keys = [
             (type(item), packb([item.__dict__, item.__pydantic_extra__], option=STRICT))
             for item in items[same:]
@@ -291,9 +296,17 @@ class Memo:
             for index, encoded in zip(missed, fresh, strict=True):
                 parts[index] = encoded
                 known.put(keys[index], encoded)
-        joined: list[Any] = [L.header(len(items))]
+        head = L.header(len(items))
+        joined: list[Any] = [head]
+        starts = array("q", [len(head)])
         if same:
-            _, listing = previous  # type: ignore[misc]  # same > 0 only with a previous
-            joined.append(memoryview(listing.data)[listing.start + listing.offsets[dropped] :])
-        joined += parts  # every part is filled by now
-        return b"".join(joined), Contents(classes, fields, extras)
+            before, data = previous  # type: ignore[misc]  # same > 0 only with a previous
+            old = before.starts
+            shift = len(head) - old[dropped]
+            joined.append(memoryview(data)[old[dropped] :])
+            starts = array("q", map((shift).__add__, old[dropped : dropped + same + 1]))
+        filled: list[bytes] = parts  # type: ignore[assignment]  # every part is filled by now
+        joined += filled
+        # accumulate() yields the start it is given first: the last one, popped.
+        starts.extend(accumulate(map(len, filled), initial=starts.pop()))
+        return b"".join(joined), Contents(classes, fields, extras, starts)

@@ -31,11 +31,11 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import InvalidArgumentError
-from swarmstate.integrations import _lg_entry as E
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations import _lg_rows as R
-from swarmstate.integrations import _lg_threads as T
-from swarmstate.integrations._lg_values import APART, LIST, Values
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import reads as R
+from swarmstate.integrations.langgraph import threads as T
+from swarmstate.integrations.langgraph.values import Values, scan
 
 __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
@@ -112,21 +112,28 @@ def cutoff_of(
     """The moment before which a thread's last checkpoint makes it idle, or None."""
     if older_than is None:
         return None
+    if now is not None and (not isinstance(now, datetime.datetime) or now.tzinfo is None):
+        raise InvalidArgumentError(
+            f"now must be an aware datetime.datetime (with a tzinfo), got {now!r}"
+        )
     if isinstance(older_than, datetime.timedelta):
-        span = older_than
-    elif type(older_than) in (int, float) and older_than >= 0:
-        span = datetime.timedelta(seconds=older_than)
+        seconds = older_than.total_seconds()
+    elif type(older_than) in (int, float) and older_than >= 0:  # NaN compares False
+        seconds = float(older_than)
     else:
         raise InvalidArgumentError(
             f"older_than must be a datetime.timedelta or seconds >= 0, got {older_than!r}"
         )
-    if span < datetime.timedelta(0):
+    if seconds < 0:
         raise InvalidArgumentError(f"older_than must not be negative, got {older_than!r}")
     if now is None:
         now = datetime.datetime.now(datetime.UTC)
-    elif now.tzinfo is None:
-        raise InvalidArgumentError("now must be an aware datetime (with a tzinfo)")
-    return now - span
+    try:
+        return now - datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        # Further back than datetime can go (inf, timedelta.max, 1e12 s): no
+        # checkpoint is that old, so nothing expires.
+        return datetime.datetime.min.replace(tzinfo=datetime.UTC)
 
 
 @dataclasses.dataclass
@@ -137,7 +144,7 @@ class _Row:
     parent_id: str | None
     metadata: dict[str, Any]
     versions: dict[str, Any]
-    inline: dict[str, list[Any]] | None
+    decoded: E.Decoded
     ts: str
     size: int
     writes: list[tuple[str, int]]  # (key, stored bytes)
@@ -184,11 +191,7 @@ class Retainer:
     ) -> RetentionReport:
         """Retention for one thread: expire it whole when idle, else keep its newest."""
         report = RetentionReport(dry_run=dry_run)
-        scopes = [
-            scope
-            for ns in self.store.namespaces(K.thread_prefix(thread_id))
-            if (scope := K.parse_scope(ns)) is not None
-        ]
+        scopes = T.scopes_of(self.store, thread_id)
         if not scopes:
             return report
         report.threads_examined = 1
@@ -199,14 +202,19 @@ class Retainer:
                 report.checkpoints_deleted += len(rows)
                 report.writes_deleted += sum(len(row.writes) for row in rows)
             report.bytes_freed = _entry_bytes(self.store, K.thread_prefix(thread_id))
-            if not dry_run:
-                self._expire(serde, thread_id, scopes, cutoff)
+            # Looked at again right before: a thread that came back to life
+            # meanwhile is kept whole.
+            if not dry_run and self._idle(serde, scopes, cutoff):
+                T.delete_thread(self.store, self.values, thread_id)
             return report
         if keep_last is None:
             return report
-        for scope in scopes:
-            report.add(self._keep(serde, scope, keep_last, dry_run))
-        return report
+        if dry_run:
+            return self._keep(serde, thread_id, scopes, keep_last, report)
+        with T.leased(self.store, thread_id):
+            return self._keep(
+                serde, thread_id, T.scopes_of(self.store, thread_id), keep_last, report
+            )
 
     def _idle(self, serde: Any, scopes: list[tuple[str, str]], cutoff: datetime.datetime) -> bool:
         """Whether the newest checkpoint of every namespace is older than ``cutoff``."""
@@ -218,68 +226,65 @@ class Retainer:
                 break  # the newest checkpoint is the one that counts
         return True
 
-    def _expire(
-        self, serde: Any, thread_id: str, scopes: list[tuple[str, str]], cutoff: datetime.datetime
-    ) -> None:
-        # Batches first, so that the last, atomic delete is small; then look
-        # again: a thread that came back to life meanwhile is not deleted.
-        for scope in scopes:
-            self._keep(serde, scope, 1, dry_run=False)
-        if self._idle(serde, scopes, cutoff):
-            T.delete_thread(self.store, self.values, thread_id)
-
     def _keep(
-        self, serde: Any, scope: tuple[str, str], keep: int, dry_run: bool
+        self,
+        serde: Any,
+        thread_id: str,
+        scopes: list[tuple[str, str]],
+        keep: int,
+        report: RetentionReport,
     ) -> RetentionReport:
-        """Keep the newest ``keep`` checkpoints of one namespace (and what they need)."""
-        thread_id, checkpoint_ns = scope
-        report = RetentionReport(dry_run=dry_run)
-        values_ns, segments_ns = K.values(*scope), K.segments(*scope)
-        # Values and segments are listed before the checkpoints are read: one a
-        # concurrent put writes is either not listed or referenced by a row read.
-        stored = {
-            (ns, key): len(value)
-            for ns in (values_ns, segments_ns)
-            for key, value in self.values.scan(ns)
-        }
-        rows = self._rows(serde, thread_id, checkpoint_ns)
-        kept = _needed(rows, keep)
-        doomed = [row for row in rows if row.key not in kept]
+        """Keep the newest ``keep`` checkpoints of each namespace (and what they need).
+
+        A dry run plans and counts; a real run (under the thread's lease)
+        deletes the other checkpoints, oldest first, then sweeps the chunks
+        only they referenced (:func:`.threads.sweep`, which says why nothing
+        a live checkpoint needs can go).
+        """
+        size = self.store._footprint
+        doomed: list[tuple[str, _Row]] = []
+        kept_chunks: set[str] = set()
+        kept_earlier: set[Any] = set()
+        for thread, checkpoint_ns in scopes:
+            rows = self._rows(serde, thread, checkpoint_ns)
+            kept = _needed(rows, keep)
+            namespace = K.scope(thread, checkpoint_ns)
+            for row in rows:
+                if row.key not in kept:
+                    doomed.append((namespace, row))
+                elif report.dry_run and row.decoded.forms is not None:
+                    T.add_references(thread, checkpoint_ns, row.decoded, kept_chunks, kept_earlier)
         if not doomed:
             return report
-        used: set[tuple[str, str]] = set()
-        for row in rows:
-            if row.key in kept and row.inline is not None:
-                used.update(_references(row, values_ns, segments_ns))
-        unused = [pair for pair in stored if pair not in used]
-        namespace = K.scope(thread_id, checkpoint_ns)
         report.checkpoints_deleted = len(doomed)
-        report.writes_deleted = sum(len(row.writes) for row in doomed)
-        size = self.store._footprint
+        report.writes_deleted = sum(len(row.writes) for _, row in doomed)
         report.bytes_freed = sum(
             size(namespace, row.key, row.size)
             + sum(size(namespace, key, n) for key, n in row.writes)
-            for row in doomed
-        ) + sum(size(*pair, stored[pair]) for pair in unused)
-        if dry_run:
-            return report
-        # Oldest first, checkpoints before what they referenced: a reader never
-        # meets a live checkpoint whose values are gone.
-        pairs = [
-            (namespace, key)
-            for row in reversed(doomed)
-            for key in (row.key, *(key for key, _ in row.writes))
-        ]
-        _delete(self.store, pairs)
-        _delete(self.store, unused)
-        self.values.forget(thread_id)
+            for namespace, row in doomed
+        )
+        if report.dry_run:
+            stored = T.stored_values(self.store, thread_id)
+            gone = T.dead(thread_id, stored, kept_chunks, kept_earlier)
+        else:
+            # Oldest first, checkpoints before their writes: a reader never meets
+            # a live checkpoint whose writes or values are gone.
+            pairs = [
+                (namespace, key)
+                for namespace, row in reversed(doomed)
+                for key in (row.key, *(key for key, _ in row.writes))
+            ]
+            T.delete_pairs(self.store, pairs)
+            self.values.forget(thread_id)
+            gone = T.sweep(self.store, serde, thread_id)
+        report.bytes_freed += sum(size(namespace, key, n) for namespace, key, n in gone)
         return report
 
     def _rows(self, serde: Any, thread_id: str, checkpoint_ns: str) -> list[_Row]:
         """Every checkpoint of a namespace, newest first, with its writes' keys and sizes."""
         rows: list[_Row] = []
         writes: list[tuple[str, int]] = []
-        for key, entry in reversed(list(self.values.scan(K.scope(thread_id, checkpoint_ns)))):
+        for key, entry in scan(self.store, K.scope(thread_id, checkpoint_ns), reverse=True):
             if key[-1] != K.CHECKPOINT:
                 writes.append((key, len(entry)))
                 continue
@@ -293,7 +298,7 @@ class Retainer:
                     decoded.parent_id,
                     decoded.metadata,
                     decoded.checkpoint["channel_versions"],
-                    decoded.inline,
+                    decoded,
                     str(decoded.checkpoint.get("ts", "")),
                     len(entry),
                     mine,
@@ -353,24 +358,10 @@ def _needed(rows: list[_Row], keep: int) -> set[str]:
 
 def _stores(row: _Row, channel: str) -> bool:
     """Whether a checkpoint holds a stored value of ``channel`` at its version."""
-    if row.inline is None:
+    forms = row.decoded.forms
+    if forms is None:
         return True  # an entry of the earlier layout holds every value itself
-    return channel in row.inline
-
-
-def _references(row: _Row, values_ns: str, segments_ns: str) -> Iterable[tuple[str, str]]:
-    assert row.inline is not None
-    for channel, version in row.versions.items():
-        form = row.inline.get(channel)
-        if form is None:
-            continue
-        if form[0] == APART:
-            key = K.value_key(channel, version)
-            if key is not None:
-                yield values_ns, key
-        elif form[0] == LIST:
-            for ref in form[1]:
-                yield segments_ns, ref[0]
+    return channel in forms
 
 
 def _moment(ts: str) -> datetime.datetime:

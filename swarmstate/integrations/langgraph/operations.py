@@ -1,8 +1,8 @@
 """The thread operations of SwarmStateSaver: delete, copy, prune, retain, verify.
 
 A mixin of the saver (the store, its values and the serializer come from
-the saver); the work itself is in :mod:`._lg_threads`, :mod:`._lg_retention`
-and :mod:`._lg_history`.
+the saver); the work itself is in :mod:`.threads`, :mod:`.retention`
+and :mod:`.history`.
 """
 
 from __future__ import annotations
@@ -15,21 +15,21 @@ from langgraph.checkpoint.base import DeltaChannelHistory
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError, InvalidArgumentError
-from swarmstate.integrations import _lg_config as C
-from swarmstate.integrations import _lg_history as H
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations import _lg_rows as R
-from swarmstate.integrations import _lg_threads as T
-from swarmstate.integrations._lg_async import AsyncMethods
-from swarmstate.integrations._lg_guard import Guards, seconds_of
-from swarmstate.integrations._lg_pause import collector_held
-from swarmstate.integrations._lg_retention import (
+from swarmstate.integrations.langgraph import config as C
+from swarmstate.integrations.langgraph import history as H
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import reads as R
+from swarmstate.integrations.langgraph import threads as T
+from swarmstate.integrations.langgraph.aio import AsyncMethods
+from swarmstate.integrations.langgraph.guard import Guards, seconds_of
+from swarmstate.integrations.langgraph.pause import collector_held
+from swarmstate.integrations.langgraph.retention import (
     Retainer,
     RetentionReport,
     check_keep_last,
     cutoff_of,
 )
-from swarmstate.integrations._lg_values import Values
+from swarmstate.integrations.langgraph.values import Values
 
 __all__ = ["ThreadMethods"]
 
@@ -53,11 +53,32 @@ class ThreadMethods(AsyncMethods):
         token, or with an older one, raise :class:`~swarmstate.FencedError`
         and write nothing; once a newer claim exists, the older token is
         refused for good. A claim ends with :meth:`release` or after
-        ``ttl`` (seconds or a ``timedelta``; default 5 minutes); claim again
-        to extend it. A thread never claimed costs one lookup per write.
+        ``ttl`` (seconds or a ``timedelta``; default 5 minutes); its holder
+        extends it with :meth:`renew`, keeping the same token (claiming again
+        would issue a new token and fence off the holder's own running
+        graph). A thread never claimed costs one lookup per write.
         """
         thread_id = C.thread_id_of({"thread_id": thread_id})
         return self._guards.claim(thread_id, seconds_of(ttl))
+
+    def renew(self, thread_id: str, token: int, *, ttl: datetime.timedelta | float = 300.0) -> None:
+        """Extend the live claim ``token`` of a thread to ``ttl`` from now, same token.
+
+        For a worker whose run outlasts its claim: its graph keeps writing
+        with the token it was started with. Raises
+        :class:`~swarmstate.FencedError` when ``token`` is not the thread's
+        newest claim (another worker took it over) or was released.
+        """
+        thread_id = C.thread_id_of({"thread_id": thread_id})
+        if type(token) is not int:
+            raise InvalidArgumentError(f"token must be the int claim() returned, got {token!r}")
+        self._guards.renew(thread_id, token, seconds_of(ttl))
+
+    async def arenew(
+        self, thread_id: str, token: int, *, ttl: datetime.timedelta | float = 300.0
+    ) -> None:
+        """Async :meth:`renew`."""
+        await self._run(lambda: self.renew(thread_id, token, ttl=ttl))
 
     def release(self, thread_id: str, token: int) -> bool:
         """End the claim ``token`` of a thread; False if a newer claim replaced it."""
@@ -278,7 +299,7 @@ class ThreadMethods(AsyncMethods):
         A direct read of the chain: a page of the thread's checkpoints and
         writes at a time, and the candidate values of each page in one
         batch, instead of one ``get_tuple`` per ancestor. The cyclic
-        collector is held off while it runs (:mod:`._lg_pause`): it returns
+        collector is held off while it runs (:mod:`.pause`): it returns
         many new objects and no garbage.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)

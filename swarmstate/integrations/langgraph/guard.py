@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, PRESENT, encoded_rows
+from swarmstate._checks import ABSENT, PRESENT
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import (
     ConflictError,
@@ -46,7 +46,8 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations import _lg_keys as K
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph.values import LenderGone
 
 __all__ = ["GUARDS", "Guards", "fence_of"]
 
@@ -100,8 +101,6 @@ class Guards:
         # Threads last seen with a guard: their writes read it first instead of
         # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
         self._guarded: set[str] = set()
-        # A store class with its own set_many gets every write through it.
-        self._direct = type(store).set_many is BaseStore.set_many
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         key = K.field(thread_id)
@@ -116,91 +115,58 @@ class Guards:
         self,
         thread_id: str,
         fence: int | None,
-        built_on: tuple[str, str] | None,
+        built_on: list[tuple[str, str]],
         items: Iterable[tuple[str, str, Any]],
         *,
         ensure: Iterable[tuple[str, str, Any]] = (),
         raw: bool = False,
         if_absent: bool = False,
+        lenders: Iterable[tuple[str, str]] = (),
     ) -> None:
         """``store.set_many(items, ...)`` with the conditions the thread's guard asks for.
 
-        ``built_on`` is ``(namespace, checkpoint id)`` of the checkpoint the
-        write builds on (a put's parent, or the checkpoint of pending
-        writes), or None.
+        ``built_on`` are the ``(namespace, checkpoint id)`` the write builds
+        on: a put's parent, the checkpoint of pending writes, and the
+        checkpoints of the enclosing namespaces a subgraph runs under
+        (``checkpoint_map``). ``lenders`` are entries ``(namespace, key)``
+        whose chunks the written forms reference: they must exist when the
+        write lands.
+
+        Raises:
+            LenderGone: A lender was deleted meanwhile (and the thread was not).
+            ThreadDeletedError: The thread was deleted, and a checkpoint the
+                write builds on was made before that and is gone.
+            FencedError: The thread's claim refuses this write.
         """
         key = K.field(thread_id)
+        lent = [(ns, k, PRESENT) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
-                if self._direct and key.isascii():
-                    # Every write of a thread nobody claimed or deleted: straight to the
-                    # store's conditional write, the rows checked as set_many checks
-                    # them (a quarter of a small put was set_many's layers).
-                    self.store._put_required(
-                        encoded_rows(items, raw),
-                        if_absent,
-                        encoded_rows(ensure, raw) if ensure else [],
-                        [((GUARDS, key), ABSENT)],
-                    )
-                else:
-                    self.store.set_many(
-                        items,
-                        ensure=ensure,
-                        raw=raw,
-                        if_absent=if_absent,
-                        require=[(GUARDS, key, ABSENT)],
-                    )
-                return
-            except ConflictError:
-                pass  # the thread has a guard (or just got one): decide below
-        self._write_guarded(thread_id, key, fence, built_on, items, ensure, raw, if_absent)
-
-    def write_entry(
-        self,
-        thread_id: str,
-        built_on: tuple[str, str] | None,
-        namespace: str,
-        key: str,
-        data: bytes,
-    ) -> None:
-        """:meth:`write` of one stored entry (``raw``), with no fence and nothing to ensure.
-
-        The write of a put that stores its checkpoint entry and nothing beside
-        it: every put of a DeltaChannel graph, most of any graph's. The same
-        conditions as :meth:`write`, with fewer steps on the way to the store.
-        """
-        guard_key = K.field(thread_id)
-        items = [(namespace, key, data)]
-        if (
-            thread_id not in self._guarded
-            and self._direct
-            and guard_key.isascii()
-            and namespace.isascii()
-            and key.isascii()
-        ):
-            try:
-                self.store._put_required(
-                    [((namespace, key), data)], False, [], [((GUARDS, guard_key), ABSENT)]
+                self.store.set_many(
+                    items,
+                    ensure=ensure,
+                    raw=raw,
+                    if_absent=if_absent,
+                    require=[(GUARDS, key, ABSENT), *lent],
                 )
                 return
             except ConflictError:
-                pass  # the thread has a guard (or just got one): decide as write() does
-            self._write_guarded(thread_id, guard_key, None, built_on, items, (), True, False)
-        else:
-            self.write(thread_id, None, built_on, items, raw=True)
+                pass  # the thread has a guard (or just got one), or a lender is gone
+        self._write_guarded(thread_id, key, fence, built_on, items, ensure, raw, if_absent, lent)
 
     def _write_guarded(
         self,
         thread_id: str,
         key: str,
         fence: int | None,
-        built_on: tuple[str, str] | None,
+        built_on: list[tuple[str, str]],
         items: Iterable[tuple[str, str, Any]],
         ensure: Iterable[tuple[str, str, Any]],
         raw: bool,
         if_absent: bool,
+        lent: list[tuple[str, str, Any]],
     ) -> None:
-        """:meth:`write` of a thread that has (or may have) a guard: read it, decide, write."""
+        """:meth:`write` once a condition failed: read the guard, decide, write."""
         set_many = self.store.set_many
         for _ in range(_ATTEMPTS):
             stored, guard = self._read(thread_id)
@@ -208,30 +174,51 @@ class Guards:
                 self._guarded.discard(thread_id)
             elif len(self._guarded) < _HINTS:
                 self._guarded.add(thread_id)
+            tombstone: list[tuple[str, str, Any]] = []
             if stored is None:
                 require: list[tuple[str, str, Any]] = [(GUARDS, key, ABSENT)]
             else:
                 self._admit(thread_id, guard, fence)
                 require = [(GUARDS, key, stored)]
                 deleted = guard.get("deleted")
-                if deleted is not None and built_on is not None:
-                    made = made_at(built_on[1])
-                    if made is None or made <= float(deleted):
-                        require.append((built_on[0], K.checkpoint_key(built_on[1]), PRESENT))
+                if deleted is not None:
+                    for namespace, checkpoint_id in built_on:
+                        made = made_at(checkpoint_id)
+                        if made is None or made <= float(deleted):
+                            tombstone.append((namespace, K.checkpoint_key(checkpoint_id), PRESENT))
             try:
-                set_many(items, ensure=ensure, raw=raw, if_absent=if_absent, require=require)
+                set_many(
+                    items,
+                    ensure=ensure,
+                    raw=raw,
+                    if_absent=if_absent,
+                    require=[*require, *tombstone, *lent],
+                )
                 return
             except ConflictError:
                 again, _ = self._read(thread_id)
-                if again == stored and len(require) > 1:
+                if again != stored:
+                    continue  # a claim or a deletion landed: decide again
+                if tombstone and not all(self._present(tombstone)):
                     raise ThreadDeletedError(
                         f"thread {thread_id!r} was deleted and the checkpoint this write "
                         "builds on is gone: the run that wrote it cannot go on; start a new "
                         "run (without a checkpoint_id) to reuse the thread id"
                     ) from None
+                if lent and not all(self._present(lent)):
+                    raise LenderGone from None
         raise ConflictError(
             f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
         )
+
+    def _present(self, conditions: list[tuple[str, str, Any]]) -> list[bool]:
+        found = self.store.get_many([(ns, key) for ns, key, _ in conditions], raw=True)
+        return [row is not None for row in found]
+
+    def deleted(self, thread_id: str) -> bool:
+        """Whether the thread was ever deleted (it has a tombstone)."""
+        stored, guard = self._read(thread_id)
+        return stored is not None and guard.get("deleted") is not None
 
     def _admit(self, thread_id: str, guard: dict[str, Any], fence: int | None) -> None:
         """Raise :class:`FencedError` unless a write with ``fence`` may go ahead."""
@@ -287,6 +274,26 @@ class Guards:
             return guard
 
         return int(self._swap(thread_id, change)["token"])
+
+    def renew(self, thread_id: str, token: int, ttl: float) -> None:
+        """Extend the claim ``token`` for ``ttl`` seconds from now; it must be the newest claim."""
+        now = self.clock()
+
+        def change(guard: dict[str, Any]) -> dict[str, Any]:
+            newest = int(guard.get("token") or 0)
+            if token != newest:
+                raise FencedError(
+                    f"thread {thread_id!r}: token {token} is not its newest claim "
+                    f"(token {newest}); a claim taken over cannot be renewed"
+                )
+            if guard.get("until") is None:
+                raise FencedError(
+                    f"thread {thread_id!r}: claim {token} was released; claim() it again"
+                )
+            guard["until"] = now + ttl
+            return guard
+
+        self._swap(thread_id, change)
 
     def release(self, thread_id: str, token: int) -> bool:
         """End the claim ``token``; False when it is not the newest claim (nothing changes)."""

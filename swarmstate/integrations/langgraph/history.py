@@ -22,10 +22,10 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError
-from swarmstate.integrations import _lg_entry as E
-from swarmstate.integrations import _lg_keys as K
-from swarmstate.integrations import _lg_rows as R
-from swarmstate.integrations._lg_values import Context, Pair, Rows, Values
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import reads as R
+from swarmstate.integrations.langgraph.values import Context, Values
 
 __all__ = ["delta_history"]
 
@@ -36,14 +36,13 @@ _Group = tuple[Any, list[Any]]  # (checkpoint entry, its write entries)
 class _Chain:
     """The groups of one thread namespace, read newest first and kept by checkpoint id.
 
-    A page is read as keys, then the values not cached already: a history
-    of many checkpoints walks mostly the same ancestors for each, and their
-    stored bytes do not change (see :func:`_unchanging`).
+    Only for the length of one call: pending writes can be written again
+    under the same key after a ``restore()`` (a re-run makes the same task
+    ids), so bytes read by an earlier call are never reused.
     """
 
-    def __init__(self, store: BaseStore, rows: Rows, namespace: str, below: str) -> None:
+    def __init__(self, store: BaseStore, namespace: str, below: str) -> None:
         self.store = store
-        self.rows = rows
         self.namespace = namespace
         self.groups: dict[str, _Group] = {}
         self._below: str | None = below  # the next page ends here; None once exhausted
@@ -69,31 +68,13 @@ class _Chain:
 
     def _page(self) -> None:
         assert self._below is not None
-        keys = self.store.keys(self.namespace, stop=self._below, reverse=True, limit=_PAGE)
-        found, self._pending = R.fold(self._values_of(keys), self._pending)
+        rows = self.store.items(
+            self.namespace, stop=self._below, reverse=True, limit=_PAGE, raw=True
+        )
+        found, self._pending = R.fold(rows, self._pending)
         for checkpoint_id, entry, writes in found:
             self.groups.setdefault(checkpoint_id, (entry, writes))
-        self._below = keys[-1] if len(keys) == _PAGE else None
-
-    def _values_of(self, keys: list[str]) -> list[tuple[str, bytes]]:
-        """``(key, stored bytes)`` of ``keys``: cached ones as they are, the rest in one read.
-
-        A key deleted since the keys were read is left out, as if the page had
-        been read after the delete.
-        """
-        namespace, rows = self.namespace, self.rows
-        cached = rows.cache
-        found: list[bytes | None] = [cached.get((namespace, key)) for key in keys]
-        missing = [i for i, data in enumerate(found) if data is None]
-        if missing:
-            changes = rows.changes
-            read = self.store.get_many([(namespace, keys[i]) for i in missing], raw=True)
-            keep = cached.budget and rows.changes == changes  # no drop while reading
-            for i, data in zip(missing, read, strict=True):
-                found[i] = data
-                if keep and data is not None and _unchanging(keys[i]):
-                    cached.put((namespace, keys[i]), data)
-        return [(key, data) for key, data in zip(keys, found, strict=True) if data is not None]
+        self._below = rows[-1][0] if len(rows) == _PAGE else None
 
 
 def delta_history(
@@ -115,12 +96,12 @@ def delta_history(
             return {channel: {"writes": []} for channel in channels}
         checkpoint_id = K.parse_entry_key(latest[0])[0]
     # The first page reaches up to the target's own group (its key and writes).
-    chain = _Chain(store, values.rows, namespace, K.group_range(checkpoint_id)[1])
+    chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
     target = chain.get(checkpoint_id)
     collected: dict[str, list[list[Any]]] = {channel: [] for channel in channels}
     legacy_seeds: dict[str, Any] = {}
-    wanted: dict[Pair, tuple[Context, list[Any]]] = {}
-    seed_pair: dict[str, Pair] = {}
+    wanted: dict[tuple[Context, str], tuple[Any, list[Any]]] = {}
+    seed_of: dict[str, tuple[Context, str]] = {}
     remaining = set(channels)
     seen = {checkpoint_id}
     cursor = (
@@ -128,7 +109,6 @@ def delta_history(
         if target
         else None
     )
-    values_ns = K.values(thread_id, checkpoint_ns)
     while cursor is not None and remaining and cursor not in seen:
         group = chain.get(cursor)
         if group is None:
@@ -145,20 +125,20 @@ def delta_history(
             collected[write[1]].append(list(write))
         # A channel ends at the first ancestor holding a value for it (after its writes).
         for channel in sorted(remaining):
-            if decoded.inline is None:
+            if decoded.forms is None:
                 if channel in decoded.checkpoint["channel_values"]:
                     legacy_seeds[channel] = decoded.checkpoint["channel_values"][channel]
                     remaining.discard(channel)
                 continue
-            form = decoded.inline.get(channel)
-            key = K.value_key(channel, decoded.checkpoint["channel_versions"].get(channel))
-            if form is not None and key is not None:
-                seed_pair[channel] = (values_ns, key)
-                wanted.setdefault((values_ns, key), ((thread_id, checkpoint_ns, cursor), form))
+            form = decoded.forms.get(channel)
+            if form is not None:
+                asked = ((thread_id, checkpoint_ns, cursor), channel)
+                seed_of[channel] = asked
+                wanted[asked] = (decoded.checkpoint["channel_versions"].get(channel), form)
                 remaining.discard(channel)
         cursor = decoded.parent_id
     stored = values.read(serde, wanted) if wanted else {}
-    seeds = {**legacy_seeds, **{ch: stored[p] for ch, p in seed_pair.items() if p in stored}}
+    seeds = {**legacy_seeds, **{ch: stored[a] for ch, a in seed_of.items() if a in stored}}
     result: dict[str, Any] = {}
     for channel in channels:
         entry: dict[str, Any] = {"writes": [tuple(w) for w in reversed(collected[channel])]}
@@ -166,17 +146,6 @@ def delta_history(
             entry["seed"] = seeds[channel]
         result[channel] = entry
     return result
-
-
-def _unchanging(key: str) -> bool:
-    """Whether the bytes under ``key`` of a checkpoint namespace are never rewritten.
-
-    A checkpoint entry is written once under its id (a put of the same id
-    again, by this saver, drops it from the cache), and a pending write to a
-    regular channel is insert-or-ignore. Only the special writes (errors,
-    interrupts, resumes: a negative index, the key's last field) replace.
-    """
-    return key[-1] == K.CHECKPOINT or not K.is_special_write(key)
 
 
 def _decode(
@@ -197,6 +166,6 @@ def _decode(
         decoded = E.decode(serde, entry)
     except CorruptDataError as exc:
         raise R.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
-    if decoded.inline is not None and type(entry) is bytes and cache.budget:
+    if decoded.forms is not None and type(entry) is bytes and cache.budget:
         cache.put(entry, decoded)
     return decoded

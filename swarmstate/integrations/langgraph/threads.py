@@ -1,0 +1,292 @@
+"""Thread operations of the LangGraph checkpointer: delete, copy, delete runs, and collection.
+
+Each works on the store namespaces of one thread (an injective prefix, see
+:mod:`.keys`), never by scanning the store.
+
+Deleting checkpoints leaves chunks that only they referenced. They are
+collected by a *sweep* of the thread (:func:`sweep`) that runs after the
+deletion, under the thread's *lease* (:func:`leased`), which every deletion
+of checkpoints takes, in any process. Why that order keeps every live
+checkpoint whole while graphs keep writing:
+
+* a chunk a put writes has a fresh key: the sweep lists the thread's chunk
+  keys *before* it reads the checkpoints, so such a chunk is either not
+  listed or referenced by a checkpoint the sweep reads;
+* a put that references chunks it did not write requires, in its own atomic
+  write, that the checkpoints it took them from (its *lenders*) still exist
+  (:mod:`.values`). The deletions come before the sweep and nobody else
+  deletes while the lease is held, so a lender present when the put lands
+  is still there when the sweep reads it, and its chunks are kept; a put
+  that lands after its lender was deleted is refused, and written again
+  with every value stored anew.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from swarmstate._base import BaseStore
+from swarmstate._checks import ABSENT
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import ConflictError
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph.guard import Guards
+from swarmstate.integrations.langgraph.values import APART, CHUNKS, LIST, Values, chunks_of, scan
+
+__all__ = [
+    "LEASES",
+    "copy_thread",
+    "dead",
+    "delete_for_runs",
+    "delete_thread",
+    "leased",
+    "list_threads",
+    "run_index_pairs",
+    "stored_values",
+    "sweep",
+    "thread_size",
+]
+
+LEASES = K.ROOT + "l"
+"""The namespace of the threads' leases, keyed by ``F(thread_id)``."""
+LEASE_TTL = 60.0
+"""Seconds a lease lasts unless released: how long a holder that died delays the others."""
+_WAIT = 120.0
+_BATCH = 256
+
+
+def list_threads(store: BaseStore) -> list[str]:
+    """Every thread id with a checkpoint namespace in the store, sorted."""
+    found = set()
+    for namespace in store.namespaces(K.THREADS):
+        scope = K.parse_scope(namespace)
+        if scope is not None:
+            found.add(scope[0])
+    return sorted(found)
+
+
+def scopes_of(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
+    """The ``(thread_id, checkpoint_ns)`` of every checkpoint namespace of one thread."""
+    return [
+        scope
+        for namespace in store.namespaces(K.thread_prefix(thread_id))
+        if (scope := K.parse_scope(namespace)) is not None
+    ]
+
+
+def thread_size(store: BaseStore, thread_id: str) -> int:
+    """Bytes of every entry of a thread as stored: checkpoints, writes and chunks."""
+    total = 0
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        total += sum(len(value) for _, value in scan(store, namespace))
+    return total
+
+
+def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
+    """Run index entries that point into one thread, from the runs it saw."""
+    pairs = []
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        parsed = K.parse_runs_seen(namespace)
+        if parsed is None:
+            continue
+        for key in store.keys(namespace):
+            run_id = K.read_field(key, 0)[0]
+            pairs.append((K.run_namespace(run_id), K.run_key(*parsed)))
+    return pairs
+
+
+def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
+    """Remove every checkpoint, chunk and write of one thread, leaving a tombstone.
+
+    The tombstone (:mod:`.guard`) goes first: from then on a late write
+    of a run still going is refused once what it builds on is gone.
+    """
+    Guards(store).tombstone(thread_id)
+    # The run index first: a put landing between the two steps re-creates
+    # its index entry (the thread's checkpoints then go), and at worst an
+    # entry is left pointing at nothing. The other order could leave a
+    # checkpoint that its run's index no longer names.
+    index = run_index_pairs(store, thread_id)
+    if index:
+        store.delete_many(index)
+    store.delete_prefix(K.thread_prefix(thread_id))
+    values.forget(thread_id)
+
+
+def copy_thread(store: BaseStore, source: str, target: str) -> None:
+    """Copy one thread, chunks included, to another thread id."""
+    if source == target:
+        return
+    index = [
+        (ns, K.run_key(target, K.parse_run_key(key)[1]), None)
+        for ns, key in run_index_pairs(store, source)
+    ]
+    # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
+    if index:
+        store.set_many(index)
+    store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
+
+
+def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[str]) -> None:
+    """Remove the checkpoints (and their writes) whose metadata names one of ``wanted``."""
+    scopes = {
+        K.parse_run_key(key) for run_id in wanted for key in store.keys(K.run_namespace(run_id))
+    }
+    for thread_id in sorted({scope[0] for scope in scopes}):
+        with leased(store, thread_id):
+            deleted = False
+            for checkpoint_ns in sorted(ns for t, ns in scopes if t == thread_id):
+                namespace = K.scope(thread_id, checkpoint_ns)
+                pairs: list[tuple[str, str]] = []
+                # Key order puts each checkpoint just before its own writes, which
+                # share its key up to the last character.
+                head: str | None = None
+                for key, entry in scan(store, namespace):
+                    if key[-1] == K.CHECKPOINT:
+                        head = key[:-1] if E.head(serde, entry)[2] in wanted else None
+                        if head is None:
+                            continue
+                    elif head is None or not key.startswith(head):
+                        continue
+                    pairs.append((namespace, key))
+                if pairs:
+                    delete_pairs(store, pairs)
+                    deleted = True
+            if deleted:
+                values.forget(thread_id)
+                sweep(store, serde, thread_id)
+
+
+def delete_pairs(store: BaseStore, pairs: list[tuple[str, str]]) -> None:
+    """Delete ``pairs`` a batch at a time (short write transactions)."""
+    for start in range(0, len(pairs), _BATCH):
+        store.delete_many(pairs[start : start + _BATCH])
+
+
+def references(serde: Any, store: BaseStore, thread_id: str) -> tuple[set[str], set[Any]]:
+    """The chunk keys, and the earlier layout's value and segment entries, the thread's
+    checkpoints reference."""
+    chunks: set[str] = set()
+    earlier: set[Any] = set()
+    for _, checkpoint_ns in scopes_of(store, thread_id):
+        for key, entry in scan(store, K.scope(thread_id, checkpoint_ns)):
+            if key[-1] != K.CHECKPOINT:
+                continue
+            decoded = E.decode(serde, entry)
+            if decoded.forms is not None:
+                add_references(thread_id, checkpoint_ns, decoded, chunks, earlier)
+    return chunks, earlier
+
+
+def add_references(
+    thread_id: str,
+    checkpoint_ns: str,
+    decoded: E.Decoded,
+    chunks: set[str],
+    earlier: set[Any],
+) -> None:
+    """Add what one decoded entry references to ``chunks`` and ``earlier``."""
+    assert decoded.forms is not None
+    versions = decoded.checkpoint["channel_versions"]
+    for channel, form in decoded.forms.items():
+        code = form[0]
+        if code == CHUNKS:
+            chunks.update(chunks_of(form))
+        elif code == APART:
+            value_key = K.value_key(channel, versions.get(channel))
+            if value_key is not None:
+                earlier.add((K.values(thread_id, checkpoint_ns), value_key))
+        elif code == LIST:
+            segments_ns = K.segments(thread_id, checkpoint_ns)
+            earlier.update((segments_ns, ref[0]) for ref in form[1])
+
+
+def stored_values(store: BaseStore, thread_id: str) -> dict[tuple[str, str], int]:
+    """``(namespace, key) -> stored size`` of the thread's chunks, and of the value and
+    segment entries of the earlier layout."""
+    chunks_ns = K.chunks(thread_id)
+    found = {(chunks_ns, key): len(value) for key, value in scan(store, chunks_ns)}
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        if namespace.endswith((K.VALUES, K.SEGMENTS)) and K.parse_scope(
+            namespace[:-1] + K.CHECKPOINTS
+        ):
+            found.update(((namespace, key), len(value)) for key, value in scan(store, namespace))
+    return found
+
+
+def dead(
+    thread_id: str, stored: dict[tuple[str, str], int], chunks: set[str], earlier: set[Any]
+) -> list[tuple[str, str, int]]:
+    """``(namespace, key, size)`` of ``stored`` entries that ``chunks`` and ``earlier`` miss."""
+    chunks_ns = K.chunks(thread_id)
+    return [
+        (namespace, key, size)
+        for (namespace, key), size in stored.items()
+        if (key not in chunks if namespace == chunks_ns else (namespace, key) not in earlier)
+    ]
+
+
+def sweep(store: BaseStore, serde: Any, thread_id: str) -> list[tuple[str, str, int]]:
+    """Delete the thread's chunks no checkpoint of it references; returns what went.
+
+    Call it under the thread's lease, after the checkpoints were deleted
+    (see the module docstring): the chunks are listed first, then the
+    checkpoints read.
+    """
+    stored = stored_values(store, thread_id)
+    if not stored:
+        return []
+    chunks, earlier = references(serde, store, thread_id)
+    gone = dead(thread_id, stored, chunks, earlier)
+    delete_pairs(store, [(namespace, key) for namespace, key, _ in gone])
+    return gone
+
+
+@contextlib.contextmanager
+def leased(store: BaseStore, thread_id: str, ttl: float = LEASE_TTL) -> Iterator[None]:
+    """Hold the thread's lease: no other deletion of its checkpoints runs meanwhile.
+
+    Waits while another process holds it (up to two minutes, then
+    :class:`ConflictError`). A lease ends when the body does, or after
+    ``ttl`` seconds if its holder died.
+    """
+    key = K.field(thread_id)
+    token = secrets.token_hex(8)
+    deadline = time.monotonic() + _WAIT
+    while True:
+        row = store.get_many([(LEASES, key)], raw=True)[0]
+        held = loads(row) if row is not None else None
+        if type(held) is not dict or float(held.get("until") or 0.0) <= time.time():
+            try:
+                store.set_many(
+                    [(LEASES, key, dumps({"token": token, "until": time.time() + ttl}))],
+                    raw=True,
+                    require=[(LEASES, key, row if row is not None else ABSENT)],
+                )
+                break
+            except ConflictError:
+                continue  # taken meanwhile: look again
+        if time.monotonic() > deadline:
+            raise ConflictError(
+                f"thread {thread_id!r} is being pruned by another process (its lease is held); "
+                "try again later"
+            )
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        row = store.get_many([(LEASES, key)], raw=True)[0]
+        if row is not None and loads(row).get("token") == token:
+            store.delete_many([(LEASES, key)])
+
+
+def delete_leases(store: BaseStore, thread_ids: Iterable[str]) -> None:
+    """Forget the leases of threads that are gone."""
+    pairs = [(LEASES, K.field(thread_id)) for thread_id in thread_ids]
+    if pairs:
+        store.delete_many(pairs)

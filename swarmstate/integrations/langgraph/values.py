@@ -1,0 +1,718 @@
+"""Where the LangGraph checkpointer keeps channel values, and how they are read back.
+
+LangGraph versions every channel and passes ``new_versions``, the channels
+whose version changed, to each ``put``. A channel's value is stored when
+its version changes, exactly as passed, and a checkpoint names the versions
+it holds: a read returns the value stored at each channel's version
+(LangGraph's reference semantics; ``InMemorySaver`` and ``PostgresSaver``
+agree). An in-place edit of a channel that no node wrote is therefore not
+recorded, as there.
+
+Every checkpoint entry carries, in its *forms* map (:mod:`.entry`), the
+stored form of each channel that has a value at its version:
+
+* ``[BLOB, type, bytes]``: the serializer's pair, for a value of at most
+  :data:`INLINE_MAX` bytes (a counter, a route, a flag);
+* ``[CHUNKS, type, id, parts]``: the serializer's bytes as parts, each a
+  literal or a range of one of the thread's chunks (:mod:`.sharing`); a
+  new version shares every byte it can with the version it replaces, so it
+  costs what changed. ``id`` names this version's bytes, never reused, so
+  they are cached by it.
+
+A child entry copies its parent's forms for the channels whose version did
+not change, as they were stored. A channel whose version is neither in
+``new_versions`` nor the parent's (LangGraph's ``__copy__`` fork puts a
+copy of a checkpoint under that checkpoint's parent) takes the form stored
+at that version elsewhere in the thread namespace, as the reference saver
+looks values up by ``(channel, version)``; a version stored nowhere has no
+value.
+
+What the new version of a value is compared with (its *base*): the
+parent's version of the channel, or, for the first checkpoint of a subgraph
+call, the version of the enclosing graph's checkpoint it runs under
+(LangGraph's ``checkpoint_map``), so a subgraph shares its parent graph's
+bytes. A checkpoint whose forms
+reference chunks it did not write names the checkpoints it took them from
+(*lenders*), and its write requires that they still exist: retention
+deletes a checkpoint before the chunks only it referenced
+(:mod:`.retention`), so a put that built on a checkpoint deleted meanwhile
+is refused by the store, and the saver writes it again with every value
+stored anew (:exc:`LenderGone`).
+
+Caches, all keyed by names that are never reused for other content: the
+bytes of recently written or read versions (by version id) and chunks (by
+key); the heads of recent checkpoints (versions and forms, by checkpoint
+id); serialized list items by content (:mod:`.memo`). Another process or a
+``restore()`` can delete what they name, never change it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, NamedTuple
+
+import ormsgpack
+
+from swarmstate._base import BaseStore
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
+from swarmstate.integrations.langgraph import entry as E
+from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import legacy
+from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
+from swarmstate.integrations.langgraph.pack import SEGMENT_AT_LEAST, pack, unpack
+from swarmstate.integrations.langgraph.revive import Reviver
+
+__all__ = [
+    "APART",
+    "BLOB",
+    "CHUNKS",
+    "INLINE_MAX",
+    "LIST",
+    "Built",
+    "Head",
+    "LenderGone",
+    "Values",
+    "chunks_of",
+]
+
+BLOB: Final = 0
+LIST: Final = 1
+"""A list of the earlier layout, as segment refs (:mod:`.legacy`); read, never written."""
+APART: Final = 2
+"""A value of the earlier layout stored in an entry of its own; read, never written."""
+CHUNKS: Final = 3
+INLINE_MAX: Final = 128
+"""A value whose serialized bytes are at most this long rides in the checkpoint entry."""
+_HEADS_MAX: Final = 8192
+_FORMS_MAX: Final = 32768
+_VERSION_TYPES: Final = (str, int, float)
+_PACKED: Final = 1
+"""The tag of a chunk stored compressed: ``[1, packed, size]``."""
+
+Pair = tuple[str, str]
+"""``(namespace, key)`` of one store entry."""
+Context = tuple[str, str, str]
+"""``(thread id, checkpoint_ns, checkpoint id)`` that asked for a value: named in errors."""
+Entry = tuple[str, str, bytes]
+_MISSING: Final = object()
+
+
+class LenderGone(Exception):
+    """A checkpoint a put took chunks from was deleted before the put was written."""
+
+
+class Head(NamedTuple):
+    """What a child checkpoint needs of its parent: channel versions and stored forms."""
+
+    versions: dict[str, Any]
+    forms: dict[str, list[Any]]
+    run_id: str | None = None
+    """The run that wrote it: a child of the same run finds the run index in place."""
+
+
+class Built(NamedTuple):
+    """What a put stores for its channel values, ready for one store batch."""
+
+    rows: list[Entry]
+    """The new chunks."""
+    forms: dict[str, list[Any]]
+    lenders: set[Pair]
+    """Checkpoint entries whose chunks the forms reference: they must still exist."""
+    written: list[tuple[str, str, Any, S.Version, Contents | None]]
+    """``(channel, version id, channel version, bytes as stored, contents)`` to cache."""
+
+
+def chunks_of(form: list[Any]) -> Iterable[str]:
+    """The chunk keys a ``CHUNKS`` form references."""
+    for part in form[3]:
+        if type(part) is list:
+            yield part[0]
+
+
+class Values:
+    """Channel values of every thread of one store: the forms a put stores, and reads."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        cache_bytes: int,
+        compress: bool = False,
+        plain_none: Any = None,
+    ) -> None:
+        self.store = store
+        self.compress = compress
+        # Version id -> its bytes and parts (a put compares with its parent's, a
+        # read of a recent checkpoint needs no chunk).
+        self.versions: Generations[str, S.Version] = Generations(
+            cache_bytes // 2 - cache_bytes // 16,
+            lambda fid, version: len(version.data) + 24 * len(version.parts) + 128,
+        )
+        # Chunk key -> bytes, for reads of versions not cached (history pages).
+        self._chunks: Generations[str, bytes] = Generations(
+            cache_bytes // 8, lambda key, data: len(data) + 64
+        )
+        # Decoded checkpoint entries by their stored bytes: a DeltaChannel history
+        # walks the same ancestors for each checkpoint it rebuilds. Read-only for
+        # its users; equal bytes, equal entry.
+        self.entries_by_bytes: Generations[bytes, E.Decoded] = Generations(
+            cache_bytes // 32, lambda data, _: 4 * len(data) + 256
+        )
+        self._memo = Memo(cache_bytes // 8)
+        # Version id -> the memo's contents of a list version, for the next put.
+        self._contents: Generations[str, Contents] = Generations(
+            cache_bytes // 16, lambda fid, contents: contents.cost()
+        )
+        self.reviver = Reviver(cache_bytes // 4)
+        self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        # (thread, namespace, channel, version) -> (lender, form): forms this saver
+        # wrote, for a put naming a version its parent does not hold (a fork by copy).
+        self._forms: OrderedDict[tuple[str, str, str, Any], tuple[Pair, list[Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+        # The serializer known to write None as ("null", b"") (LangGraph's, whose
+        # dumps_typed returns that for None first thing): a None of its is stored
+        # as that without a call. None: always call.
+        self.plain_none = plain_none
+
+    # -- the heads of recent checkpoints ---------------------------------------
+
+    def remember(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: Head) -> None:
+        """Record the versions and forms of a checkpoint just written or read."""
+        # No lock: each dict operation is one step for other threads (see forget).
+        heads = self.heads
+        heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
+        if len(heads) > _HEADS_MAX:
+            with contextlib.suppress(KeyError):  # another thread emptied it meanwhile
+                heads.popitem(last=False)
+
+    def parent_head(
+        self, serde: Any, thread_id: str, checkpoint_ns: str, parent_id: str
+    ) -> Head | None:
+        """The versions and forms of the parent of a new checkpoint.
+
+        None when the parent is missing or was stored by an earlier layout:
+        the new checkpoint then stores every value it holds, and takes
+        nothing from another entry.
+        """
+        found = self.heads.get((thread_id, checkpoint_ns, parent_id))
+        if found is not None:
+            return found
+        key = K.checkpoint_key(parent_id)
+        rows = self.store.items(K.scope(thread_id, checkpoint_ns), start=key, limit=1, raw=True)
+        if not rows or rows[0][0] != key:
+            return None
+        decoded = E.decode(serde, rows[0][1])
+        head = head_of(decoded)
+        if head is not None:
+            self.remember(thread_id, checkpoint_ns, parent_id, head)
+        return head
+
+    # -- writes ----------------------------------------------------------------
+
+    def build(
+        self,
+        serde: Any,
+        thread_id: str,
+        checkpoint_ns: str,
+        values: Mapping[str, Any],
+        versions: Mapping[str, Any],
+        stored: Mapping[str, Any],
+        parent: Head | None,
+        parent_pair: Pair | None,
+        outer: Head | None = None,
+        outer_pair: Pair | None = None,
+    ) -> Built:
+        """The forms and chunks that store ``values`` at ``versions``.
+
+        ``stored`` are the channels whose value this checkpoint stores anew
+        (LangGraph's ``new_versions``; every channel when ``parent`` is None,
+        then nothing is taken from another entry). ``outer`` is the head of
+        the enclosing graph's checkpoint a subgraph's first checkpoint runs
+        under: a new value is compared with its version of the channel. Pass
+        the result to :meth:`cache` once the batch is written.
+        """
+        forms: dict[str, list[Any]] = {}
+        rows: list[Entry] = []
+        lenders: set[Pair] = set()
+        written: list[tuple[str, str, Any, S.Version, Contents | None]] = []
+        chunks_ns = K.chunks(thread_id)
+        for channel, version in stored.items():
+            if channel not in values:
+                continue  # no value at this version: a read leaves the channel out
+            if type(version) not in _VERSION_TYPES:
+                raise InvalidArgumentError(
+                    f"channel {channel!r} has version {version!r}; "
+                    "channel versions must be str, int or float"
+                )
+            value = values[channel]
+            if value is None and serde is self.plain_none:
+                forms[channel] = [BLOB, "null", b""]  # what serde.dumps_typed(None) returns
+                continue
+            base = None
+            lender: Pair | None = None
+            if parent is not None:
+                base, lender = self._base(thread_id, checkpoint_ns, channel, parent, parent_pair)
+                if base is None and lender is None and outer is not None:
+                    base, lender = self._base(thread_id, checkpoint_ns, channel, outer, outer_pair)
+            data = contents = None
+            if type(value) is list:
+                previous = None
+                if base is not None:
+                    before = self._contents.get(base[0])
+                    if before is not None:
+                        previous = (before, base[1].data)
+                made = self._memo.serialize(serde, value, previous)
+                if made is not None:
+                    data, contents = made
+            if data is not None:
+                kind = "msgpack"
+            else:
+                kind, data = serde.dumps_typed(value)
+            if len(data) <= INLINE_MAX:
+                forms[channel] = [BLOB, kind, data if type(data) is bytes else bytes(data)]
+                continue
+            data = data if type(data) is bytes else bytes(data)
+            if base is not None:
+                made_version, chunks = S.share(data, base[1])
+                assert lender is not None  # a base always comes with its lender
+                lenders.add(lender)
+            else:
+                made_version, chunks = S.whole(data)
+            fid = S.new_chunk_key()
+            forms[channel] = [CHUNKS, kind, fid, [_stored_part(p) for p in made_version.parts]]
+            rows.extend((chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks)
+            written.append((channel, fid, version, made_version, contents))
+        if parent is not None:
+            # Channels whose version did not change: the parent's forms, as stored.
+            parent_versions = parent.versions
+            for channel, form in parent.forms.items():
+                if (
+                    channel not in stored
+                    and channel in versions
+                    and versions[channel] == parent_versions.get(channel)
+                ):
+                    forms.setdefault(channel, form)
+                    if form[0] == CHUNKS and parent_pair is not None:
+                        lenders.add(parent_pair)
+            changed = versions.items() - parent_versions.items()
+            if changed:
+                missing = {ch: v for ch, v in changed if ch not in stored and ch not in forms}
+                if missing:
+                    self._resolve_missing(serde, thread_id, checkpoint_ns, missing, forms, lenders)
+        return Built(rows, forms, lenders, written)
+
+    def _base(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        head: Head,
+        pair: Pair | None,
+    ) -> tuple[tuple[str, S.Version] | None, Pair | None]:
+        """``((version id, version), lender)`` a new version of ``channel`` is compared with.
+
+        ``(None, None)`` when ``head`` has no value of the channel; ``(None,
+        pair)`` when it has one that is not stored as chunks (nothing to share).
+        """
+        form = head.forms.get(channel)
+        if form is None or pair is None:
+            return None, None
+        if form[0] != CHUNKS:
+            return None, pair  # a small value: nothing to share
+        fid = form[2]
+        found = self.versions.get(fid)
+        if found is None:
+            found = self._read_version(thread_id, form, (thread_id, checkpoint_ns, "(parent)"))
+        return (fid, found), pair
+
+    def _resolve_missing(
+        self,
+        serde: Any,
+        thread_id: str,
+        checkpoint_ns: str,
+        missing: dict[str, Any],
+        forms: dict[str, list[Any]],
+        lenders: set[Pair],
+    ) -> None:
+        """Forms of channel versions that neither ``new_versions`` nor the parent holds.
+
+        Looked up where the namespace stored them: first among the forms this
+        saver wrote, then in the namespace's entries, newest first. A version
+        found nowhere has no value (as in the reference saver).
+        """
+        for channel, version in list(missing.items()):
+            found = self._forms.get((thread_id, checkpoint_ns, channel, version))
+            if found is not None:
+                lender, form = found
+                forms[channel] = form
+                if form[0] == CHUNKS:
+                    lenders.add(lender)
+                del missing[channel]
+        if not missing:
+            return
+        namespace = K.scope(thread_id, checkpoint_ns)
+        for key, data in scan(self.store, namespace, reverse=True):
+            if key[-1] != K.CHECKPOINT:
+                continue
+            decoded = E.decode(serde, data)
+            head = head_of(decoded)
+            if head is None:
+                continue  # an entry of the earlier layouts: nothing to take from it
+            for channel, version in list(missing.items()):
+                found_form = head.forms.get(channel)
+                if found_form is not None and head.versions.get(channel) == version:
+                    forms[channel] = found_form
+                    if found_form[0] == CHUNKS:
+                        lenders.add((namespace, key))
+                    del missing[channel]
+            if not missing:
+                return
+
+    def _chunk_row(self, chunk: bytes) -> bytes:
+        """The stored bytes of a chunk: msgpack bin, or ``[1, packed, size]`` compressed."""
+        if self.compress:
+            packed = pack(chunk, SEGMENT_AT_LEAST)
+            if packed is not None:
+                return dumps([_PACKED, packed, len(chunk)])
+        return ormsgpack.packb(chunk)
+
+    def cache(self, thread_id: str, checkpoint_ns: str, entry_pair: Pair, built: Built) -> None:
+        """Remember what a put wrote, once its batch is in the store."""
+        for channel, fid, version, made, contents in built.written:
+            self.versions.put(fid, made)
+            if contents is not None:
+                self._contents.put(fid, contents)
+            form = built.forms[channel]
+            forms_key = (thread_id, checkpoint_ns, channel, version)
+            with self._lock:
+                self._forms[forms_key] = (entry_pair, form)
+                if len(self._forms) > _FORMS_MAX:
+                    self._forms.popitem(last=False)
+
+    # -- reads -----------------------------------------------------------------
+
+    def fill(
+        self, serde: Any, found: list[tuple[Context, dict[str, Any], dict[str, list[Any]]]]
+    ) -> list[tuple[int, str]]:
+        """Set ``channel_values`` of each ``(context, checkpoint, forms)``.
+
+        Every value is decoded anew for each checkpoint (callers may change
+        what they get); stored bytes are fetched once for the batch. Returns
+        ``(index, channel)`` for each checkpoint some of whose stored bytes
+        are missing (its ``channel_values`` are left unset): the caller tells
+        a checkpoint deleted while it was read from damaged data.
+        """
+        wanted: dict[Any, tuple[Context, list[Any]]] = {}
+        names: list[list[tuple[str, Any, list[Any]]]] = []
+        for context, checkpoint, forms in found:
+            mine = []
+            for channel, version in checkpoint["channel_versions"].items():
+                form = forms.get(channel)
+                if form is None:
+                    continue  # no value at this version
+                name = _name(context, channel, version, form)
+                mine.append((channel, name, form))
+                if name is not None and name not in wanted:
+                    wanted[name] = (context, form)
+            names.append(mine)
+        stored = self._fetch(wanted)
+        incomplete: list[tuple[int, str]] = []
+        reviver = self.reviver
+        for index, ((context, checkpoint, _), mine) in enumerate(zip(found, names, strict=True)):
+            channel_values: dict[str, Any] = {}
+            for channel, name, form in mine:
+                pair = (form[1], form[2]) if name is None else stored.get(name, _MISSING)
+                if pair is _MISSING:
+                    incomplete.append((index, channel))
+                    break
+                if pair is None:
+                    continue  # an earlier layout's value that holds no value
+                try:
+                    channel_values[channel] = reviver.loads(serde, pair)
+                except Exception as exc:  # stored bytes that do not decode are damaged
+                    raise _corrupt(*context, channel, exc) from exc
+            else:
+                checkpoint["channel_values"] = channel_values
+        return incomplete
+
+    def read(
+        self, serde: Any, wanted: dict[tuple[Context, str], tuple[Any, list[Any]]]
+    ) -> dict[tuple[Context, str], Any]:
+        """The decoded values of ``wanted``: ``(context, channel) -> (version, form)``.
+
+        A value whose bytes are missing is left out.
+        """
+        names: dict[Any, tuple[Context, list[Any]]] = {}
+        keyed = []
+        for (context, channel), (version, form) in wanted.items():
+            name = _name(context, channel, version, form)
+            keyed.append(((context, channel), name, form))
+            if name is not None:
+                names.setdefault(name, (context, form))
+        stored = self._fetch(names)
+        out: dict[tuple[Context, str], Any] = {}
+        for asked, name, form in keyed:
+            pair = (form[1], form[2]) if name is None else stored.get(name, _MISSING)
+            if pair is _MISSING or pair is None:
+                continue
+            try:
+                out[asked] = self.reviver.loads(serde, pair)
+            except Exception as exc:  # stored bytes that do not decode are damaged
+                raise _corrupt(*asked[0], asked[1], exc) from exc
+        return out
+
+    def _read_version(self, thread_id: str, form: list[Any], context: Context) -> S.Version:
+        """The bytes of one ``CHUNKS`` form (cached by its id), read from the store if needed."""
+        fid = form[2]
+        found: S.Version | None = self.versions.get(fid)
+        if found is None:
+            made: dict[str, S.Version] = {}
+            self._fetch({("c", thread_id, fid): (context, form)}, made)
+            found = made.get(fid)
+            if found is None:
+                raise _corrupt(*context, "?", DecodeError(f"a chunk of version {fid!r} is missing"))
+        return found
+
+    def _fetch(
+        self,
+        wanted: dict[Any, tuple[Context, list[Any]]],
+        made: dict[str, S.Version] | None = None,
+    ) -> dict[Any, Any]:
+        """The serializer pairs of ``wanted`` (name -> asking context, form).
+
+        A name whose bytes are missing (a chunk, segment or value entry gone)
+        is left out; a legacy value entry that holds no value maps to None.
+        ``made`` receives the versions assembled from chunks, by id.
+        """
+        out: dict[Any, Any] = {}
+        chunk_names: dict[Any, tuple[str, list[Any]]] = {}
+        chunk_keys: dict[Pair, None] = {}
+        legacy_lists: dict[Any, tuple[Context, list[Any]]] = {}
+        apart: list[Any] = []
+        fetched: dict[str, bytes] = {}  # chunk key -> bytes, for this read
+        versions, chunks_cache = self.versions, self._chunks
+        for name, (context, form) in wanted.items():
+            code = form[0] if type(form) is list and form else None
+            try:
+                if code == CHUNKS:
+                    kind, fid = form[1], form[2]
+                    if type(kind) is not str or type(fid) is not str or type(form[3]) is not list:
+                        raise DecodeError(f"a stored value is {form!r}")
+                    found = versions.get(fid)
+                    if found is not None:
+                        out[name] = (kind, found.data)
+                        continue
+                    namespace = K.chunks(context[0])
+                    for key in chunks_of(form):
+                        if type(key) is not str:
+                            raise DecodeError(f"a stored value names a chunk as {key!r}")
+                        if key not in fetched:
+                            cached = chunks_cache.get(key)
+                            if cached is None:
+                                chunk_keys[(namespace, key)] = None
+                            else:
+                                fetched[key] = cached
+                    chunk_names[name] = (namespace, form)
+                elif code == LIST:
+                    legacy_lists[name] = (context, form)
+                elif code == APART:
+                    apart.append(name)
+                else:
+                    raise DecodeError(f"unknown value form {code!r}")
+            except (TypeError, IndexError) as exc:
+                raise _corrupt(*context, "?", exc) from exc
+        if chunk_keys:
+            order = list(chunk_keys)
+            rows = self.store.get_many(order, raw=True)
+            for (namespace, key), row in zip(order, rows, strict=True):
+                if row is not None:
+                    fetched[key] = chunk = _parse_chunk(namespace, key, row)
+                    chunks_cache.put(key, chunk)
+        for name, (_, form) in chunk_names.items():
+            try:
+                parts = tuple(_part(p) for p in form[3])
+            except DecodeError as exc:
+                raise _corrupt(*wanted[name][0], "?", exc) from exc
+            pieces = {}
+            for key in S.chunk_keys(parts):
+                found_chunk = fetched.get(key)
+                if found_chunk is None:
+                    break
+                pieces[key] = found_chunk
+            else:
+                try:
+                    data = S.assemble(parts, pieces)
+                except ValueError as exc:
+                    raise _corrupt(*wanted[name][0], "?", exc) from exc
+                version = S.version(data, parts)
+                versions.put(form[2], version)
+                if made is not None:
+                    made[form[2]] = version
+                out[name] = (form[1], data)
+        if legacy_lists:
+            out.update(self._legacy_lists(legacy_lists))
+        if apart:
+            for name, row in zip(apart, self.store.get_many([n[1] for n in apart]), strict=True):
+                if row is None:
+                    continue
+                if type(row) is list and row and row[0] == BLOB and len(row) == 3:
+                    out[name] = (row[1], row[2])
+                elif type(row) is list and row and row[0] == LIST:
+                    out.update(self._legacy_lists({name: (wanted[name][0], row)}))
+                else:
+                    raise _corrupt(*wanted[name][0], "?", DecodeError(f"a stored value is {row!r}"))
+        return out
+
+    def _legacy_lists(self, wanted: dict[Any, tuple[Context, list[Any]]]) -> dict[Any, Any]:
+        """Lists of the earlier layout: their segments read in one batch."""
+        refs = {}
+        owners: dict[Pair, Any] = {}
+        for name, (context, form) in wanted.items():
+            try:
+                refs[name] = tuple(legacy.parse_ref(ref) for ref in form[1])
+            except (TypeError, ValueError, DecodeError) as exc:
+                raise _corrupt(*context, "?", exc) from exc
+            segments_ns = K.segments(context[0], context[1])
+            for ref in refs[name]:
+                owners.setdefault((segments_ns, ref.key), name)
+        order = list(owners)
+        parsed: dict[Pair, Any] = {}
+        for pair, row in zip(order, self.store.get_many(order), strict=True):
+            if row is not None:
+                try:
+                    parsed[pair] = legacy.parse_segment(row)
+                except DecodeError as exc:
+                    raise _corrupt(*wanted[owners[pair]][0], "?", exc) from exc
+        out = {}
+        for name, (context, _) in wanted.items():
+            segments_ns = K.segments(context[0], context[1])
+            by_key = {
+                r.key: parsed[(segments_ns, r.key)]
+                for r in refs[name]
+                if (segments_ns, r.key) in parsed
+            }
+            if len(by_key) < len({r.key for r in refs[name]}):
+                continue  # a segment is gone
+            try:
+                out[name] = ("msgpack", legacy.assemble(refs[name], by_key))
+            except DecodeError as exc:
+                raise _corrupt(*context, "?", exc) from exc
+        return out
+
+    # -- caches ----------------------------------------------------------------
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what the caches hold of one thread's checkpoints (after a delete or a copy)."""
+        # list() copies the keys in one step (no Python code runs inside it):
+        # a put on another thread cannot change the dict under the loop.
+        for key in [k for k in list(self.heads) if k[0] == thread_id]:
+            self.heads.pop(key, None)
+        with self._lock:
+            for forms_key in [k for k in list(self._forms) if k[0] == thread_id]:
+                self._forms.pop(forms_key, None)
+
+
+def head_of(decoded: E.Decoded) -> Head | None:
+    """The head of a decoded entry; None for the earlier layouts (nothing to share with)."""
+    forms = decoded.forms
+    if forms is None or any(form[0] in (LIST, APART) for form in forms.values()):
+        return None
+    run_id = decoded.metadata.get("run_id")
+    return Head(
+        decoded.checkpoint["channel_versions"], forms, run_id if type(run_id) is str else None
+    )
+
+
+def scan(
+    store: BaseStore, namespace: str, *, reverse: bool = False, page: int = 256
+) -> Iterable[tuple[str, bytes]]:
+    """Every ``(key, stored bytes)`` of a namespace in key order (or reversed), a page at a time."""
+    bound: str | None = None
+    while True:
+        if reverse:
+            rows = store.items(namespace, stop=bound, reverse=True, limit=page, raw=True)
+        else:
+            # ``start`` is inclusive: a page begins with the last key seen, dropped.
+            rows = store.items(namespace, start=bound, limit=page + (bound is not None), raw=True)
+            if bound is not None and rows and rows[0][0] == bound:
+                rows = rows[1:]
+        yield from rows
+        if len(rows) < page:
+            return
+        bound = rows[-1][0]
+
+
+def _name(context: Context, channel: str, version: Any, form: list[Any]) -> Any:
+    """What a stored value is fetched and cached by; None for a value inline in the entry."""
+    if type(form) is not list or not form:
+        raise _corrupt(*context, channel, DecodeError(f"a stored value is {form!r}"))
+    code = form[0]
+    if code == BLOB:
+        if len(form) != 3 or type(form[1]) is not str or type(form[2]) is not bytes:
+            raise _corrupt(*context, channel, DecodeError(f"a stored value is {form!r}"))
+        return None
+    if code == CHUNKS:
+        if len(form) != 4 or type(form[2]) is not str:
+            raise _corrupt(*context, channel, DecodeError(f"a stored value is {form!r}"))
+        return ("c", context[0], form[2])
+    if code == APART:
+        key = K.value_key(channel, version)
+        if key is None:
+            raise _corrupt(*context, channel, DecodeError(f"version {version!r}"))
+        return ("a", (K.values(context[0], context[1]), key), channel)
+    if code == LIST:
+        return ("l", context[0], context[1], channel, version)
+    raise _corrupt(*context, channel, DecodeError(f"unknown value form {code!r}"))
+
+
+def _stored_part(part: S.Part) -> Any:
+    return list(part) if type(part) is tuple else part
+
+
+def _part(stored: Any) -> S.Part:
+    if type(stored) is bytes:
+        return stored
+    if (
+        type(stored) is list
+        and len(stored) == 3
+        and type(stored[0]) is str
+        and type(stored[1]) is int
+        and type(stored[2]) is int
+    ):
+        return (stored[0], stored[1], stored[2])
+    raise DecodeError(f"a stored value names a part as {stored!r}")
+
+
+def _parse_chunk(namespace: str, key: str, row: bytes) -> bytes:
+    """The bytes a stored chunk holds (it may be compressed)."""
+    try:
+        value = loads(row)
+    except DecodeError as exc:
+        raise CorruptDataError(f"chunk {key!r} of {namespace!r} does not decode: {exc}") from exc
+    if type(value) is bytes:
+        return value
+    if (
+        type(value) is list
+        and len(value) == 3
+        and value[0] == _PACKED
+        and type(value[1]) is bytes
+        and type(value[2]) is int
+    ):
+        raw = unpack(value[1], value[2])
+        if raw is not None:
+            return raw
+    raise CorruptDataError(f"chunk {key!r} of {namespace!r} is malformed")
+
+
+def _corrupt(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, channel: str, exc: BaseException
+) -> CorruptDataError:
+    return CorruptDataError(
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
+        f"{checkpoint_ns!r}): the value of channel {channel!r} cannot be read "
+        f"({type(exc).__name__}: {exc}); the stored data is damaged or incomplete"
+    )
