@@ -77,6 +77,7 @@ def test_the_langgraph_module_exports_exactly_its_surface() -> None:
         "Retention",
         "RetentionReport",
         "SwarmStateSaver",
+        "ThreadActivity",
         "strict_serializer",
     }
     for name in langgraph.__all__:

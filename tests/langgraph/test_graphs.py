@@ -388,8 +388,9 @@ def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver)
     # dst's run index entries stay until the thread goes: r1 or r2 may write there again.
     assert {ns for ns in saver.store.namespaces() if saver.parse_namespace(ns)} == set()
     saver.delete_thread("dst")
-    # Run index entries went with their threads; what stays is one small tombstone each.
-    assert saver.store.namespaces() == ["langgraph:g"]
+    # Index entries went with their threads; what stays is one small tombstone each,
+    # and the saver's note that the store's indexes are complete.
+    assert saver.store.namespaces() == ["langgraph:g", "langgraph:m"]
     assert saver.store.count("langgraph:g") == 2
     with pytest.raises(ss.InvalidArgumentError, match="strategy"):
         saver.prune(["src"], strategy="keep_everything")
@@ -416,7 +417,8 @@ def test_run_index_is_one_entry_per_run_and_thread_and_outlives_delete_for_runs(
     saver.delete_for_runs(["r1"])
     assert list(saver.list(cfg("t"))) == []
     saver.delete_thread("t")
-    assert saver.store.namespaces() == ["langgraph:g"]  # only its tombstone is left
+    # Only its tombstone is left, and the note that the store is indexed.
+    assert saver.store.namespaces() == ["langgraph:g", "langgraph:m"]
 
 
 class _TaggedSerde(JsonPlusSerializer):

@@ -409,7 +409,8 @@ def test_an_older_than_past_the_calendar_expires_nothing(
     saver = SwarmStateSaver(make_store())
     _turn(_chat(saver), "old", 0)
     report = saver.retain(older_than=older_than)
-    assert (report.threads_examined, report.threads_deleted) == (1, 0)
+    assert (report.threads_deleted, report.checkpoints_deleted) == (0, 0)
+    assert saver.list_threads() == ["old"]
     assert Retention(older_than=older_than).older_than == older_than
     for bad in (math.nan, -1, -math.inf):
         with pytest.raises(ss.InvalidArgumentError, match="older_than"):

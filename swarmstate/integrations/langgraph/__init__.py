@@ -16,6 +16,7 @@ runs beside them (:mod:`.guard`: tombstones and fencing; :mod:`.threads`:
 delete, copy, collection; :mod:`.retention`).
 """
 
+from swarmstate.integrations.langgraph.operations import ThreadActivity
 from swarmstate.integrations.langgraph.saver import (
     Retention,
     RetentionReport,
@@ -23,4 +24,4 @@ from swarmstate.integrations.langgraph.saver import (
     strict_serializer,
 )
 
-__all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer"]
+__all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "ThreadActivity", "strict_serializer"]

@@ -15,7 +15,12 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
                                                O(checkpoint id) "w" F(task) idx  pending write
     langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
     langgraph:t F(thread) ~c                   chunk key (fresh)                value chunk
+    langgraph:t F(thread) ~a                   period                           its activity
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
+    langgraph:i                                O(checkpoint id) F(thread) F(ns) checkpoint index
+    langgraph:a                                period F(thread)                 thread activity
+    langgraph:n                                F(thread)                        thread registry
+    langgraph:m                                name                             saver metadata
 
 and, written by earlier releases and still read (:mod:`.legacy`)::
 
@@ -37,6 +42,12 @@ wrote to, and the thread one entry per run it saw (the way back, so deleting
 a thread finds its index entries without reading its checkpoints). Both are
 written with the run's first checkpoint there and left unchanged by the
 others.
+
+Three indexes answer questions across threads with one ordered range: the
+checkpoint index lists every checkpoint of the store newest first
+(``list(None)``), the activity index the periods threads were written in
+(idle threads for retention, threads by last activity), and the registry
+every thread once (its count); see :mod:`.catalog`.
 
 A checkpoint and its pending writes share one namespace and one key prefix,
 ``O(checkpoint id)``, which sorts exactly like the checkpoint id (uuid6,
@@ -65,27 +76,38 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ACTIVITY",
     "CHECKPOINT",
     "CHECKPOINTS",
     "CHUNKS",
     "ID_END",
+    "INDEX",
+    "META",
+    "PERIODS",
+    "PERIOD_DIGITS",
+    "REGISTRY",
     "ROOT",
     "RUNS",
     "SEGMENTS",
     "THREADS",
     "VALUES",
     "WRITE",
+    "activity_key",
     "checkpoint_id_of",
     "checkpoint_key",
     "chunks",
     "field",
     "group_range",
+    "index_key",
     "is_special_write",
     "ordered",
+    "parse_activity_key",
     "parse_entry_key",
+    "parse_index_key",
     "parse_run_key",
     "parse_runs_seen",
     "parse_scope",
+    "periods",
     "read_field",
     "run_key",
     "run_namespace",
@@ -101,6 +123,16 @@ __all__ = [
 ROOT: Final = "langgraph:"
 THREADS: Final = ROOT + "t"
 RUNS: Final = ROOT + "r"
+INDEX: Final = ROOT + "i"
+"""Every checkpoint of the store, by id: ``O(checkpoint id) F(thread) F(checkpoint_ns)``."""
+ACTIVITY: Final = ROOT + "a"
+"""The periods each thread was written in: ``period F(thread)`` (:mod:`.catalog`)."""
+REGISTRY: Final = ROOT + "n"
+"""Every thread once: ``F(thread)``."""
+META: Final = ROOT + "m"
+"""What the saver records about the store's data (which indexes are complete)."""
+PERIOD_DIGITS: Final = 8
+"""Width of the period (hex) that starts an activity key."""
 CHECKPOINTS: Final = "c"
 """Kind letter ending a checkpoint namespace."""
 RUNS_SEEN: Final = "r"
@@ -111,6 +143,8 @@ SEGMENTS: Final = "s"
 """Kind letter ending the namespace of a checkpoint namespace's list segments."""
 CHUNKS: Final = "~c"
 """Ending the namespace of a thread's value chunks (never the start of a field)."""
+PERIODS: Final = "~a"
+"""Ending the namespace of the activity periods a thread was written in (:mod:`.catalog`)."""
 _END: Final = "\x01\x01"
 ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
@@ -246,6 +280,11 @@ def values(thread_id: str, checkpoint_ns: str) -> str:
     return _thread_namespace(thread_id, checkpoint_ns, VALUES)
 
 
+def periods(thread_id: str) -> str:
+    """Namespace of the activity periods one thread was written in (the way back to them)."""
+    return f"{THREADS}{len(thread_id)}:{thread_id},{PERIODS}"
+
+
 def chunks(thread_id: str) -> str:
     """Namespace of the value chunks of one thread, shared by its checkpoint namespaces."""
     return f"{THREADS}{len(thread_id)}:{thread_id},{CHUNKS}"
@@ -266,6 +305,30 @@ def value_key(channel: str, version: object) -> str | None:
     if kind is float:
         return f"{len(channel)}:{channel},f{version!r}"
     return None
+
+
+def index_key(checkpoint_id: str, thread_id: str, checkpoint_ns: str) -> str:
+    """The checkpoint index entry of one checkpoint: sorts by its id, then thread, namespace."""
+    return f"{ordered(checkpoint_id)}{field(thread_id)}{field(checkpoint_ns)}"
+
+
+def parse_index_key(key: str) -> tuple[str, str, str]:
+    """``(checkpoint_id, thread_id, checkpoint_ns)`` of a checkpoint index entry."""
+    end = key.index(_END) + len(_END)
+    checkpoint_id = parse_entry_key(key[:end] + CHECKPOINT)[0]
+    thread_id, pos = read_field(key, end)
+    checkpoint_ns, _ = read_field(key, pos)
+    return checkpoint_id, thread_id, checkpoint_ns
+
+
+def activity_key(period: str, thread_id: str) -> str:
+    """The activity entry saying ``thread_id`` was written during ``period``."""
+    return period + field(thread_id)
+
+
+def parse_activity_key(key: str) -> tuple[str, str]:
+    """``(period, thread_id)`` of an activity entry."""
+    return key[:PERIOD_DIGITS], read_field(key, PERIOD_DIGITS)[0]
 
 
 def parse_runs_seen(namespace: str) -> tuple[str, str] | None:

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError, InvalidArgumentError
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import config as C
 from swarmstate.integrations.langgraph import history as H
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import reads as R
 from swarmstate.integrations.langgraph import threads as T
 from swarmstate.integrations.langgraph.aio import AsyncMethods
-from swarmstate.integrations.langgraph.guard import Guards, seconds_of
+from swarmstate.integrations.langgraph.guard import Guards, made_at, seconds_of
 from swarmstate.integrations.langgraph.pause import collector_held
 from swarmstate.integrations.langgraph.retention import (
     Retainer,
@@ -31,9 +33,19 @@ from swarmstate.integrations.langgraph.retention import (
 )
 from swarmstate.integrations.langgraph.values import Values
 
-__all__ = ["ThreadMethods"]
+__all__ = ["ThreadActivity", "ThreadMethods"]
 
 _List = list  # the class defines a method named ``list``
+
+
+class ThreadActivity(NamedTuple):
+    """A thread and its newest checkpoint, as :meth:`ThreadMethods.recent_threads` lists them."""
+
+    thread_id: str
+    checkpoint_id: str
+    """Its newest checkpoint, over its namespaces ("" if it has none)."""
+    last_activity: datetime.datetime | None
+    """When that checkpoint was made (UTC), if known."""
 
 
 class ThreadMethods(AsyncMethods):
@@ -106,7 +118,51 @@ class ThreadMethods(AsyncMethods):
 
     def list_threads(self) -> _List[str]:
         """The ids of every thread with checkpoints in the store, sorted."""
+        if catalog.indexed(self.store):
+            return sorted(K.read_field(key, 0)[0] for key in self.store.keys(K.REGISTRY))
         return T.list_threads(self.store)
+
+    def thread_count(self) -> int:
+        """How many threads have checkpoints in the store (one count of an index)."""
+        if catalog.indexed(self.store):
+            return catalog.thread_count(self.store)
+        return len(T.list_threads(self.store))
+
+    def recent_threads(self, *, limit: int | None = 20, offset: int = 0) -> _List[ThreadActivity]:
+        """The threads written most recently first, a page of them.
+
+        Each with its newest checkpoint (over its namespaces) and when that was
+        made. Costs the page, not the number of threads: the activity index
+        (:mod:`.catalog`) is read newest first. ``offset`` threads are skipped.
+        """
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise InvalidArgumentError(f"limit must be None or an int >= 0, got {limit!r}")
+        if type(offset) is not int or offset < 0:
+            raise InvalidArgumentError(f"offset must be an int >= 0, got {offset!r}")
+        if catalog.indexed(self.store):
+            page = catalog.threads_by_activity(self.store, offset=offset, limit=limit)
+        else:
+            every = [
+                (t, catalog.newest_checkpoint(self.store, t) or "") for t in self.list_threads()
+            ]
+            every.sort(key=lambda item: (item[1], item[0]), reverse=True)
+            page = every[offset : None if limit is None else offset + limit]
+        return [ThreadActivity(t, c, self._made(t, c)) for t, c in page]
+
+    def _made(self, thread_id: str, checkpoint_id: str) -> datetime.datetime | None:
+        """When a checkpoint was made: from its id (LangGraph's carry it), else its ``ts``."""
+        made = made_at(checkpoint_id)
+        if made is not None:
+            return datetime.datetime.fromtimestamp(made, datetime.UTC)
+        for found in self.list({"configurable": {"thread_id": thread_id}}, limit=1):
+            ts = found.checkpoint.get("ts")
+            if isinstance(ts, str):
+                try:
+                    moment = datetime.datetime.fromisoformat(ts)
+                except ValueError:
+                    return None
+                return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+        return None
 
     def thread_size(self, thread_id: str) -> int:
         """Bytes the thread takes in the store: checkpoints, writes, values and list segments.
@@ -166,7 +222,6 @@ class ThreadMethods(AsyncMethods):
         """
         target = C.thread_id_of({"thread_id": target_thread_id})
         T.copy_thread(self.store, C.thread_id_of({"thread_id": source_thread_id}), target)
-        self._values.forget(target)  # what the copy replaced there
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.

@@ -31,6 +31,7 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import InvalidArgumentError
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import reads as R
@@ -41,6 +42,7 @@ __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
 BATCH = 256
 """Entries deleted per write transaction."""
+_COUNTED_MAX = 65536
 logger = logging.getLogger("swarmstate")
 
 
@@ -52,15 +54,18 @@ class Retention:
         keep_last: Keep this many newest checkpoints per thread namespace.
         older_than: Delete threads whose newest checkpoint is older than
             this (a ``timedelta`` or seconds).
-        every: Apply it once per this many ``put`` calls (amortized): to the
-            threads written since the last time for ``keep_last``, and to the
-            next ``sweep`` threads of the store, in id order, for ``older_than``.
-        sweep: Threads examined for ``older_than`` each time.
+        every: ``keep_last`` is applied to a thread once per this many puts
+            to it (so a thread holds at most ``keep_last + every`` checkpoints
+            per namespace from the start), and ``older_than`` once per this
+            many puts of the saver: each time, the threads idle longest, up
+            to ``sweep`` of them, through the activity index (a cost that does
+            not grow with the number of threads).
+        sweep: Activity entries examined for ``older_than`` each time.
     """
 
     keep_last: int | None = None
     older_than: datetime.timedelta | float | None = None
-    every: int = 256
+    every: int = 8
     sweep: int = 64
 
     def __post_init__(self) -> None:
@@ -157,9 +162,8 @@ class Retainer:
         self.store = store
         self.values = values
         self._lock = threading.Lock()
-        self._written: set[str] = set()
+        self._counts: dict[str, int] = {}  # puts per thread since its last trim
         self._puts = 0
-        self._cursor = ""
 
     # -- one run ---------------------------------------------------------------
 
@@ -173,12 +177,72 @@ class Retainer:
         dry_run: bool,
         progress: Callable[[int, int], object] | None = None,
     ) -> RetentionReport:
+        if (
+            thread_ids is None
+            and keep_last is None
+            and cutoff is not None
+            and catalog.indexed(self.store)
+        ):
+            return self.sweep(serde, cutoff, None, dry_run, progress)
         report = RetentionReport(dry_run=dry_run)
-        threads = T.list_threads(self.store) if thread_ids is None else sorted(set(thread_ids))
+        if thread_ids is None:
+            threads = (
+                sorted(K.read_field(key, 0)[0] for key in self.store.keys(K.REGISTRY))
+                if catalog.indexed(self.store)
+                else T.list_threads(self.store)
+            )
+        else:
+            threads = sorted(set(thread_ids))
         for done, thread_id in enumerate(threads, 1):
             report.add(self.thread(serde, thread_id, keep_last, cutoff, dry_run))
             if progress is not None:
                 progress(done, len(threads))
+        return report
+
+    def sweep(
+        self,
+        serde: Any,
+        cutoff: datetime.datetime,
+        limit: int | None,
+        dry_run: bool,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> RetentionReport:
+        """Expire the threads idle since ``cutoff``, found through the activity index.
+
+        Reads the activity entries of periods up to the cutoff, oldest first
+        (at most ``limit``): a thread whose newest checkpoint is older than
+        the cutoff is deleted; an entry older than its thread's newest
+        activity, or of a thread that is gone, is deleted as stale. So each
+        entry is read by one sweep, and a sweep with nothing to expire reads
+        nothing.
+        """
+        report = RetentionReport(dry_run=dry_run)
+        entries = catalog.idle_entries(
+            self.store, catalog.period_at(cutoff.timestamp()), limit or (1 << 62)
+        )
+        stale: list[tuple[str, str]] = []
+        done: set[str] = set()
+        for count, (period, thread_id) in enumerate(entries, 1):
+            if thread_id not in done:
+                done.add(thread_id)
+                report.threads_examined += 1
+                scopes = T.scopes_of(self.store, thread_id)
+                newest = catalog.newest_checkpoint(self.store, thread_id) if scopes else None
+                if newest is not None and self._idle(serde, scopes, cutoff):
+                    expired = self.thread(serde, thread_id, None, cutoff, dry_run)
+                    expired.threads_examined = 0  # counted above
+                    report.add(expired)
+                    continue
+                if newest is None or period < catalog.period_of(newest):
+                    stale.append((period, thread_id))
+            elif period not in {p for p, t in stale if t == thread_id}:
+                stale.append((period, thread_id))
+            if progress is not None:
+                progress(count, len(entries))
+        if stale and not dry_run:
+            pairs = [(K.ACTIVITY, K.activity_key(p, t)) for p, t in stale]
+            pairs += [(K.periods(t), p) for p, t in stale]
+            T.delete_pairs(self.store, pairs)
         return report
 
     def thread(
@@ -201,7 +265,15 @@ class Retainer:
                 rows = self._rows(serde, *scope)
                 report.checkpoints_deleted += len(rows)
                 report.writes_deleted += sum(len(row.writes) for row in rows)
-            report.bytes_freed = _entry_bytes(self.store, K.thread_prefix(thread_id))
+            indexes = [
+                *catalog.thread_entries(self.store, thread_id),
+                *catalog.thread_activity(self.store, thread_id),
+                (K.REGISTRY, K.field(thread_id)),
+            ]
+            size = self.store._footprint
+            report.bytes_freed = _entry_bytes(self.store, K.thread_prefix(thread_id)) + sum(
+                size(namespace, key, len(catalog.NIL)) for namespace, key in indexes
+            )
             # Looked at again right before: a thread that came back to life
             # meanwhile is kept whole.
             if not dry_run and self._idle(serde, scopes, cutoff):
@@ -261,6 +333,7 @@ class Retainer:
         report.bytes_freed = sum(
             size(namespace, row.key, row.size)
             + sum(size(namespace, key, n) for key, n in row.writes)
+            + size(K.INDEX, _index_key(namespace, row), len(catalog.NIL))
             for namespace, row in doomed
         )
         if report.dry_run:
@@ -274,8 +347,8 @@ class Retainer:
                 for namespace, row in reversed(doomed)
                 for key in (row.key, *(key for key, _ in row.writes))
             ]
+            pairs += [(K.INDEX, _index_key(namespace, row)) for namespace, row in doomed]
             T.delete_pairs(self.store, pairs)
-            self.values.forget(thread_id)
             gone = T.sweep(self.store, serde, thread_id)
         report.bytes_freed += sum(size(namespace, key, n) for namespace, key, n in gone)
         return report
@@ -309,31 +382,33 @@ class Retainer:
     # -- the policy a saver applies as it writes --------------------------------
 
     def wrote(self, serde: Any, policy: Retention, thread_id: str) -> None:
-        """Count a put; every ``policy.every`` puts, apply the policy (errors are logged)."""
+        """Count a put; apply the policy when it is due (errors are logged, not raised)."""
+        trim = sweep = False
         with self._lock:
-            self._written.add(thread_id)
-            self._puts += 1
-            if self._puts < policy.every:
-                return
-            written, self._written, self._puts = self._written, set(), 0
-            sweep = self._next_threads(policy.sweep) if policy.older_than is not None else []
+            if policy.keep_last is not None:
+                counts = self._counts
+                if len(counts) > _COUNTED_MAX:
+                    counts.clear()
+                count = counts.get(thread_id, 0) + 1
+                trim = count >= policy.every
+                counts[thread_id] = 0 if trim else count
+            if policy.older_than is not None:
+                self._puts += 1
+                sweep = self._puts >= policy.every
+                if sweep:
+                    self._puts = 0
+        if not (trim or sweep):
+            return
         try:
-            cutoff = cutoff_of(policy.older_than, None)
-            for thread in sorted(set(sweep) | written):
-                self.thread(serde, thread, policy.keep_last, cutoff, dry_run=False)
+            if trim:
+                self.thread(serde, thread_id, policy.keep_last, None, dry_run=False)
+            if sweep:
+                cutoff = cutoff_of(policy.older_than, None)
+                assert cutoff is not None
+                if catalog.indexed(self.store):
+                    self.sweep(serde, cutoff, policy.sweep, dry_run=False)
         except Exception:  # the put itself succeeded; retention tries again next time
             logger.exception("swarmstate retention failed; it will be tried again")
-
-    def _next_threads(self, count: int) -> list[str]:
-        """The next ``count`` thread ids after the sweep's cursor, wrapping around."""
-        threads = T.list_threads(self.store)
-        after = [t for t in threads if t > self._cursor][:count]
-        if len(after) < count:
-            after += threads[: count - len(after)]
-            self._cursor = after[-1] if after else ""
-        else:
-            self._cursor = after[-1]
-        return after
 
 
 def _needed(rows: list[_Row], keep: int) -> set[str]:
@@ -354,6 +429,13 @@ def _needed(rows: list[_Row], keep: int) -> set[str]:
                     break
                 current = by_id.get(current.parent_id) if current.parent_id else None
     return kept
+
+
+def _index_key(namespace: str, row: _Row) -> str:
+    """The checkpoint index key of a row of the checkpoint namespace ``namespace``."""
+    scope = K.parse_scope(namespace)
+    assert scope is not None  # the rows of a plan come from checkpoint namespaces
+    return K.index_key(K.checkpoint_id_of(row.key), *scope)
 
 
 def _stores(row: _Row, channel: str) -> bool:

@@ -42,6 +42,7 @@ from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate._memory import Store
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import config as C
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph.pack import pack
@@ -194,6 +195,9 @@ class SwarmStateSaver(ThreadMethods):
         self._run_names: dict[str, tuple[str, str]] = {}
         # Checkpoints whose put a tombstone refused: their pending writes are refused too.
         self._refused: set[tuple[str, str, str]] = set()
+        # Whether the store is known to hold complete store-wide indexes (catalog); the
+        # first put makes them so.
+        self._indexed = False
         self._owns_store = store is None
 
     def __repr__(self) -> str:
@@ -244,10 +248,16 @@ class SwarmStateSaver(ThreadMethods):
         return saver
 
     def setup(self) -> None:
-        """Create the store's tables if it has any (idempotent), as ``PostgresSaver.setup`` does."""
+        """Create the store's tables if it has any (idempotent), as ``PostgresSaver.setup`` does.
+
+        Also indexes a store written by releases before the store-wide indexes
+        (otherwise done by the first put).
+        """
         setup = getattr(self.store, "setup", None)
         if setup is not None:
             setup()
+        catalog.ensure_indexed(self.store)
+        self._indexed = True
 
     def close(self) -> None:
         """Close the store if this saver opened it (``from_conn_string``, or no store given)."""
@@ -413,9 +423,22 @@ class SwarmStateSaver(ThreadMethods):
             self._typed = True
             data = E.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
-        entry_key = K.checkpoint_key(checkpoint["id"])
-        rows: _List[tuple[str, str, Any]] = [(namespace, entry_key, data), *built.rows]
+        checkpoint_id = checkpoint["id"]
+        entry_key = K.checkpoint_key(checkpoint_id)
+        rows: _List[tuple[str, str, Any]] = [
+            (namespace, entry_key, data),
+            *built.rows,
+            catalog.index_entry(checkpoint_id, thread_id, checkpoint_ns),
+        ]
         index: _List[tuple[str, str, Any]] = []
+        if not self._indexed:
+            # This saver's first write: the store's indexes are made complete, and
+            # marked so (with this batch when the store holds no thread yet).
+            index = catalog.start_indexing(self.store)
+        period = catalog.period_of(checkpoint_id)
+        if parent_id is None or catalog.period_of(parent_id) != period:
+            # A namespace starts, or its period moved on: the thread's activity.
+            index += catalog.activity_entries(thread_id, period)
         parent_run = parent.run_id if parent is not None and parent_pair is not None else None
         if run_id is not None and parent_run != run_id:
             # The run's index entries for this thread namespace, in the same atomic
@@ -425,7 +448,7 @@ class SwarmStateSaver(ThreadMethods):
                 if len(self._run_names) > _NAMES_MAX:
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
-            index = [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
+            index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
         # the thread's claim, if any, is checked (guard).
         self._guards.write(
@@ -437,6 +460,7 @@ class SwarmStateSaver(ThreadMethods):
             raw=True,
             lenders=built.lenders,
         )
+        self._indexed = True
         self._values.cache(thread_id, checkpoint_ns, (namespace, entry_key), built)
         self._values.remember(
             thread_id,
@@ -633,9 +657,8 @@ class SwarmStateSaver(ThreadMethods):
         if before_id is not None and type(before_id) is not str:
             raise InvalidArgumentError(f"before checkpoint_id must be a str, got {before_id!r}")
         only_id = None
-        if config is None:
-            scopes = self._scopes(K.THREADS)
-        else:
+        scopes: _List[tuple[str, str]] = []
+        if config is not None:
             conf = C.configurable(config)
             thread_id = C.thread_id_of(conf)
             only_id = conf.get("checkpoint_id") or None
@@ -663,15 +686,22 @@ class SwarmStateSaver(ThreadMethods):
                         if limit <= 0:
                             return
             return
-        stop = K.ordered(before_id) if before_id else None
-        # Without a filter the first page is exactly what the caller asked for.
-        page = limit if limit is not None and not filter else 16
-        streams = [self._tagged(t, n, stop, page) for t, n in scopes]
-        merged: Iterator[tuple[str, str, str, Any, _List[Any]]] = (
-            streams[0]
-            if len(streams) == 1
-            else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
-        )
+        merged: Iterator[tuple[str, str, str, Any, _List[Any]]]
+        if config is None and self._indexes_complete():
+            # Every thread: the checkpoint index, newest first (one range a page).
+            merged = self._from_index(before_id)
+        else:
+            if config is None:  # a store not indexed yet: every thread namespace, merged
+                scopes = self._scopes(K.THREADS)
+            stop = K.ordered(before_id) if before_id else None
+            # Without a filter the first page is exactly what the caller asked for.
+            page = limit if limit is not None and not filter else 16
+            streams = [self._tagged(t, n, stop, page) for t, n in scopes]
+            merged = (
+                streams[0]
+                if len(streams) == 1
+                else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
+            )
         remaining = limit
         batch: _List[R.Found] = []
         for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
@@ -681,13 +711,37 @@ class SwarmStateSaver(ThreadMethods):
             batch.append(row)
             if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
                 continue
-            yield from self._complete(batch)
+            for found in self._complete(batch):
+                yield found
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining <= 0:
+                        return
+            batch = []
+        for found in self._complete(batch):
+            yield found
             if remaining is not None:
-                remaining -= len(batch)
+                remaining -= 1
                 if remaining <= 0:
                     return
-            batch = []
-        yield from self._complete(batch)
+
+    def _from_index(self, before_id: str | None) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
+        """Every checkpoint of the store newest first, from the checkpoint index.
+
+        An index entry whose checkpoint is gone (deleted meanwhile) is skipped.
+        """
+        items = self.store.items
+        for checkpoint_id, thread_id, checkpoint_ns in catalog.latest(self.store, before_id):
+            start, stop = K.group_range(checkpoint_id)
+            rows = items(K.scope(thread_id, checkpoint_ns), start=start, stop=stop, raw=True)
+            if rows and rows[0][0] == start + K.CHECKPOINT:
+                yield thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+
+    def _indexes_complete(self) -> bool:
+        """Whether the store-wide indexes hold everything (see catalog); remembered once true."""
+        if not self._indexed:
+            self._indexed = catalog.indexed(self.store)
+        return self._indexed
 
     def _tagged(
         self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int

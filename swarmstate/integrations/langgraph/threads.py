@@ -33,6 +33,7 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import ABSENT
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph.guard import Guards
@@ -114,8 +115,9 @@ def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
     index = run_index_pairs(store, thread_id)
     if index:
         store.delete_many(index)
+    entries = catalog.thread_entries(store, thread_id) + catalog.thread_activity(store, thread_id)
     store.delete_prefix(K.thread_prefix(thread_id))
-    values.forget(thread_id)
+    catalog.forget_thread(store, thread_id, entries)
 
 
 def copy_thread(store: BaseStore, source: str, target: str) -> None:
@@ -129,6 +131,21 @@ def copy_thread(store: BaseStore, source: str, target: str) -> None:
     # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
     if index:
         store.set_many(index)
+    entries = catalog.thread_entries(store, source)
+    rows = [
+        (
+            K.INDEX,
+            K.index_key(*K.parse_index_key(key)[:1], target, K.parse_index_key(key)[2]),
+            catalog.NIL,
+        )
+        for _, key in entries
+    ]
+    if entries:
+        newest = max(K.parse_index_key(key)[0] for _, key in entries)
+        ensure = catalog.activity_entries(target, catalog.period_of(newest))
+        for start in range(0, len(rows), _BATCH):
+            store.set_many(rows[start : start + _BATCH], raw=True)
+        store.set_many([], ensure=ensure, raw=True)
     store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
 
 
@@ -151,6 +168,12 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
                         head = key[:-1] if E.head(serde, entry)[2] in wanted else None
                         if head is None:
                             continue
+                        pairs.append(
+                            (
+                                K.INDEX,
+                                K.index_key(K.checkpoint_id_of(key), thread_id, checkpoint_ns),
+                            )
+                        )
                     elif head is None or not key.startswith(head):
                         continue
                     pairs.append((namespace, key))
@@ -158,7 +181,6 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
                     delete_pairs(store, pairs)
                     deleted = True
             if deleted:
-                values.forget(thread_id)
                 sweep(store, serde, thread_id)
 
 

@@ -43,7 +43,10 @@ Caches, all keyed by names that are never reused for other content: the
 bytes of recently written or read versions (by version id) and chunks (by
 key); the heads of recent checkpoints (versions and forms, by checkpoint
 id); serialized list items by content (:mod:`.memo`). Another process or a
-``restore()`` can delete what they name, never change it.
+``restore()`` can delete what they name, never change it, so nothing is
+dropped from them when a thread is deleted or pruned: a put that builds on a
+head whose checkpoint is gone names it as its lender, and the store refuses
+it (then it stores every value anew, or the thread's tombstone refuses it).
 """
 
 from __future__ import annotations
@@ -182,7 +185,7 @@ class Values:
 
     def remember(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: Head) -> None:
         """Record the versions and forms of a checkpoint just written or read."""
-        # No lock: each dict operation is one step for other threads (see forget).
+        # No lock: each dict operation is one step for other threads.
         heads = self.heads
         heads[(thread_id, checkpoint_ns, checkpoint_id)] = head
         if len(heads) > _HEADS_MAX:
@@ -602,18 +605,6 @@ class Values:
             except DecodeError as exc:
                 raise _corrupt(*context, "?", exc) from exc
         return out
-
-    # -- caches ----------------------------------------------------------------
-
-    def forget(self, thread_id: str) -> None:
-        """Drop what the caches hold of one thread's checkpoints (after a delete or a copy)."""
-        # list() copies the keys in one step (no Python code runs inside it):
-        # a put on another thread cannot change the dict under the loop.
-        for key in [k for k in list(self.heads) if k[0] == thread_id]:
-            self.heads.pop(key, None)
-        with self._lock:
-            for forms_key in [k for k in list(self._forms) if k[0] == thread_id]:
-                self._forms.pop(forms_key, None)
 
 
 def head_of(decoded: E.Decoded) -> Head | None:

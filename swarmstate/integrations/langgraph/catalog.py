@@ -1,0 +1,270 @@
+"""The store-wide indexes of the checkpointer: what one ordered range answers across threads.
+
+Questions about the whole store cost the answer, not the number of threads:
+
+* the *checkpoint index* lists every checkpoint by id, then thread and
+  namespace: ``list(None, before=..., limit=k)`` is one reverse range of
+  ``k`` entries (and a filter reads entries until ``k`` match);
+* the *activity index* holds, per thread, the periods (about 27 seconds
+  each) it was written in:
+  threads idle since a moment are the entries before it (a retention sweep
+  reads what it expires plus the stale entries it then deletes, each once),
+  and threads by last activity are the newest entries;
+* the *registry* holds every thread once: counting threads is counting a
+  namespace, listing them one range.
+
+A put writes its checkpoint's index entry in its own atomic batch and
+ensures the thread's registry entry and its activity entry for the period
+(a lookup each, once they exist; only when a namespace starts or the period
+moved on since the parent). Deleting checkpoints deletes their index
+entries; deleting a thread deletes its registry and activity entries (it
+keeps a record of its periods for that).
+
+Stores written before these indexes existed are indexed once, by the first
+put of a saver on them (:func:`ensure_indexed`): one pass over the threads.
+Until then (a store only read, or read-only) the queries scan the threads,
+as they did before; a read never writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from swarmstate._base import BaseStore
+from swarmstate._codec import dumps
+from swarmstate.integrations.langgraph import keys as K
+
+__all__ = [
+    "activity_entries",
+    "ensure_indexed",
+    "index_entry",
+    "indexed",
+    "latest",
+    "period_of",
+    "registered",
+    "start_indexing",
+    "thread_count",
+    "threads_by_activity",
+]
+
+NIL = dumps(None)
+_PAGE = 256
+_INDEXED = "indexes"
+_VERSION = 1
+
+
+_GREGORIAN_TO_UNIX = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
+PERIOD_SECONDS = (1 << 28) / 1e7
+"""The activity index's time step: 2**28 ticks of 100 ns, about 26.8 seconds."""
+
+
+def period_of(checkpoint_id: str) -> str:
+    """The activity period of a checkpoint, as 8 hex digits that sort by time.
+
+    LangGraph's checkpoint ids are UUIDv6, whose first 8 hex digits are the top
+    32 bits of the time they were made: that prefix is the period, read with
+    no parsing (a put compares its id's with its parent's). Other ids get the
+    period of the moment they are written.
+    """
+    if len(checkpoint_id) == 36 and checkpoint_id[14] == "6" and checkpoint_id[8] == "-":
+        return checkpoint_id[:8].lower()
+    ticks = int(time.time() * 1e7) + _GREGORIAN_TO_UNIX
+    return f"{(ticks >> 28) & 0xFFFFFFFF:08x}"
+
+
+def period_seconds(period: str) -> float:
+    """The moment (epoch seconds) a period starts."""
+    return ((int(period, 16) << 28) - _GREGORIAN_TO_UNIX) / 1e7
+
+
+def period_at(moment: float) -> str:
+    """The period a moment (epoch seconds) falls in."""
+    ticks = max(0, int(moment * 1e7) + _GREGORIAN_TO_UNIX)
+    return f"{min(ticks >> 28, 0xFFFFFFFF):08x}"
+
+
+def index_entry(checkpoint_id: str, thread_id: str, checkpoint_ns: str) -> tuple[str, str, bytes]:
+    """The checkpoint index entry a put writes."""
+    return (K.INDEX, K.index_key(checkpoint_id, thread_id, checkpoint_ns), NIL)
+
+
+def activity_entries(thread_id: str, period: str) -> list[tuple[str, str, bytes]]:
+    """The entries a put ensures when a thread namespace starts or its period moves on.
+
+    The thread's own record of its periods is the way back to its activity
+    entries when it is deleted.
+    """
+    return [
+        (K.ACTIVITY, K.activity_key(period, thread_id), NIL),
+        (K.periods(thread_id), period, NIL),
+        (K.REGISTRY, K.field(thread_id), NIL),
+    ]
+
+
+def latest(store: BaseStore, before: str | None) -> Iterator[tuple[str, str, str]]:
+    """``(checkpoint_id, thread_id, checkpoint_ns)`` of every checkpoint, newest first.
+
+    ``before``: only ids that sort before it. Read a page at a time.
+    """
+    stop = K.ordered(before) if before is not None else None
+    page = 16
+    while True:
+        keys = store.keys(K.INDEX, stop=stop, reverse=True, limit=page)
+        for key in keys:
+            yield K.parse_index_key(key)
+        if len(keys) < page:
+            return
+        stop = keys[-1]
+        page = min(page * 4, _PAGE)
+
+
+def registered(store: BaseStore, thread_ids: list[str]) -> list[bool]:
+    """Whether each thread has a registry entry (has checkpoints)."""
+    found = store.get_many([(K.REGISTRY, K.field(t)) for t in thread_ids], raw=True)
+    return [row is not None for row in found]
+
+
+def threads_by_activity(
+    store: BaseStore, *, offset: int = 0, limit: int | None = None
+) -> list[tuple[str, str]]:
+    """``(thread_id, newest checkpoint id)``, the thread written most recently first.
+
+    A page: ``offset`` threads skipped, at most ``limit`` returned. Reads the
+    activity entries newest first, each thread once, skipping threads that
+    were deleted, until the page is full and the period it ends in is read
+    whole; the threads read are then ordered by their newest checkpoint.
+    """
+    wanted = None if limit is None else offset + limit
+    found: list[tuple[str, str]] = []  # (thread, period) in the order met
+    seen: set[str] = set()
+    stop: str | None = None
+    last_period = None
+    done = False
+    while not done:
+        keys = store.keys(K.ACTIVITY, stop=stop, reverse=True, limit=_PAGE)
+        fresh: list[tuple[str, str]] = []
+        for key in keys:
+            period, thread_id = K.parse_activity_key(key)
+            if wanted is not None and len(found) + len(fresh) >= wanted and period != last_period:
+                done = True
+                break
+            last_period = period
+            if thread_id not in seen:
+                seen.add(thread_id)
+                fresh.append((thread_id, period))
+        alive = registered(store, [t for t, _ in fresh])
+        found += [item for item, live in zip(fresh, alive, strict=True) if live]
+        if len(keys) < _PAGE:
+            break
+        stop = keys[-1]
+    newest = [(thread_id, newest_checkpoint(store, thread_id) or "") for thread_id, _ in found]
+    newest.sort(key=lambda item: (item[1], item[0]), reverse=True)
+    end = None if limit is None else offset + limit
+    return newest[offset:end]
+
+
+def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
+    """The newest checkpoint id of a thread, over its namespaces."""
+    newest = None
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        if K.parse_scope(namespace) is None:
+            continue
+        for key in store.keys(namespace, reverse=True, limit=1):
+            checkpoint_id = K.parse_entry_key(key)[0]
+            if newest is None or checkpoint_id > newest:
+                newest = checkpoint_id
+    return newest
+
+
+def thread_count(store: BaseStore) -> int:
+    """How many threads have checkpoints."""
+    return store.count(K.REGISTRY)
+
+
+def idle_entries(store: BaseStore, cutoff: str, limit: int) -> list[tuple[str, str]]:
+    """Up to ``limit`` activity entries ``(period, thread)`` of periods up to ``cutoff``,
+    oldest first."""
+    stop = cutoff + "\U0010ffff"
+    return [K.parse_activity_key(key) for key in store.keys(K.ACTIVITY, stop=stop, limit=limit)]
+
+
+def thread_entries(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
+    """The checkpoint index entries of one thread's checkpoints, from its namespaces."""
+    pairs = []
+    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+        scope = K.parse_scope(namespace)
+        if scope is None:
+            continue
+        for key in store.keys(namespace):
+            if key[-1] == K.CHECKPOINT:
+                pairs.append((K.INDEX, K.index_key(K.checkpoint_id_of(key), *scope)))
+    return pairs
+
+
+def thread_activity(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
+    """The activity entries of one thread, from its record of its periods."""
+    return [(K.ACTIVITY, K.activity_key(p, thread_id)) for p in store.keys(K.periods(thread_id))]
+
+
+def forget_thread(store: BaseStore, thread_id: str, index: Iterable[tuple[str, str]]) -> None:
+    """Delete a deleted thread's registry entry and index entries (``index``: its
+    checkpoints' and activity entries, read before its namespaces went)."""
+    pairs = [(K.REGISTRY, K.field(thread_id)), *index]
+    for start in range(0, len(pairs), _PAGE):
+        store.delete_many(pairs[start : start + _PAGE])
+
+
+def indexed(store: BaseStore) -> bool:
+    """Whether the store's indexes hold every checkpoint and thread (its marker says so)."""
+    return bool(store.get_many([(K.META, _INDEXED)])[0] == _VERSION)
+
+
+def start_indexing(store: BaseStore) -> list[tuple[str, str, Any]]:
+    """What a saver's first put adds to its batch so that the store is (and is marked) indexed.
+
+    A store without the marker and without threads needs only the marker, in
+    that batch; one with threads of an earlier release is indexed first.
+    """
+    if indexed(store):
+        return []
+    if not store.namespaces(K.THREADS):
+        return [(K.META, _INDEXED, dumps(_VERSION))]
+    ensure_indexed(store)
+    return []
+
+
+def ensure_indexed(store: BaseStore) -> None:
+    """Index the checkpoints of a store written before the indexes existed, then mark it.
+
+    One pass over the threads, run by the first put of a saver on a store
+    without the marker (and by ``setup()``); every put since writes its own
+    entries, so once marked a store stays complete.
+    """
+    if indexed(store):
+        return
+    rows: list[tuple[str, str, Any]] = []
+    threads: dict[str, str] = {}
+    for namespace in store.namespaces(K.THREADS):
+        scope = K.parse_scope(namespace)
+        if scope is None:
+            continue
+        thread_id, checkpoint_ns = scope
+        for key in store.keys(namespace):
+            if key[-1] != K.CHECKPOINT:
+                continue
+            checkpoint_id = K.checkpoint_id_of(key)
+            rows.append(index_entry(checkpoint_id, thread_id, checkpoint_ns))
+            period = period_of(checkpoint_id)
+            if period > threads.get(thread_id, ""):
+                threads[thread_id] = period
+            if len(rows) >= _PAGE:
+                store.set_many(rows, raw=True)
+                rows = []
+    if rows:
+        store.set_many(rows, raw=True)
+    ensure = [entry for t, p in threads.items() for entry in activity_entries(t, p)]
+    for start in range(0, len(ensure), _PAGE):
+        store.set_many([], ensure=ensure[start : start + _PAGE], raw=True)
+    store.set(K.META, _INDEXED, _VERSION)

@@ -1,0 +1,173 @@
+"""The store-wide indexes: what list(None), thread listings and idle-thread sweeps read.
+
+They must answer exactly what a scan of every thread would, and keep doing so
+through every operation that adds or removes checkpoints and threads.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+import swarmstate as ss
+from swarmstate.integrations.langgraph import Retention, SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
+
+MakeStore = Callable[[], ss.BaseStore]
+
+
+class Steps(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def _graph(saver: Any) -> Any:
+    builder = StateGraph(Steps)
+    builder.add_node("one", lambda s: {"log": [f"one {len(s.get('log', []))}"]})
+    builder.add_node("two", lambda s: {"log": [f"two {len(s.get('log', []))}"]})
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", END)
+    return builder.compile(checkpointer=saver)
+
+
+def cfg(thread_id: str, **extra: Any) -> Any:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+def _scanned(saver: SwarmStateSaver) -> list[tuple[str, str, str]]:
+    """Every checkpoint newest first, read thread by thread (no store-wide index)."""
+    rows = [
+        (t.checkpoint["id"], t.config["configurable"]["thread_id"],
+         t.config["configurable"]["checkpoint_ns"])
+        for thread in saver.list_threads()
+        for t in saver.list(cfg(thread))
+    ]
+    return sorted(rows, reverse=True)
+
+
+def _listed(saver: SwarmStateSaver, **options: Any) -> list[tuple[str, str, str]]:
+    return [
+        (t.checkpoint["id"], t.config["configurable"]["thread_id"],
+         t.config["configurable"]["checkpoint_ns"])
+        for t in saver.list(None, **options)
+    ]
+
+
+def test_list_of_every_thread_reads_the_index_and_agrees_with_a_scan(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = _graph(saver)
+    for thread in ("a", "b", "c", "d"):
+        for turn in range(2):
+            run = {**cfg(thread), "run_id": uuid.UUID(int=ord(thread) * 10 + turn)}
+            graph.invoke({"log": []}, run, durability="sync")
+    assert _listed(saver) == _scanned(saver)
+    every = _listed(saver)
+    assert _listed(saver, limit=5) == every[:5]
+    assert _listed(saver, before={"configurable": {"checkpoint_id": every[6][0]}}) == every[7:]
+    assert [t.metadata["step"] for t in saver.list(None, filter={"step": 1})] == [1] * 4
+    # Every change of the threads keeps the index exact.
+    saver.copy_thread("a", "a2")
+    saver.prune(["b"], keep_last=2)
+    saver.delete_thread("c")
+    saver.delete_for_runs([str(uuid.UUID(int=ord("d") * 10 + 1))])
+    assert _listed(saver) == _scanned(saver)
+    assert {row[1] for row in _listed(saver)} == {"a", "a2", "b", "d"}
+    assert saver.thread_count() == 4
+    assert saver.list_threads() == ["a", "a2", "b", "d"]
+
+
+def test_threads_by_last_activity_come_newest_first_a_page_at_a_time(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = _graph(saver)
+    for thread in ("x", "y", "z", "w"):
+        graph.invoke({"log": []}, cfg(thread), durability="sync")
+    graph.invoke({"log": []}, cfg("y"), durability="sync")  # y is the newest now
+    page = saver.recent_threads(limit=10)
+    assert [row.thread_id for row in page] == ["y", "w", "z", "x"]
+    assert all(row.last_activity is not None for row in page)
+    assert page[0].checkpoint_id == saver.get_tuple(cfg("y")).checkpoint["id"]  # type: ignore[union-attr]
+    assert [row.thread_id for row in saver.recent_threads(limit=2, offset=1)] == ["w", "z"]
+    saver.delete_thread("w")
+    assert [row.thread_id for row in saver.recent_threads()] == ["y", "z", "x"]
+    assert saver.thread_count() == 3
+    # Nothing of the deleted thread is left in the indexes.
+    assert not any(
+        K.field("w") in key for ns in (K.ACTIVITY, K.REGISTRY) for key in saver.store.keys(ns)
+    )
+
+
+def test_a_sweep_for_idle_threads_reads_the_activity_index_and_deletes_only_idle_threads(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    graph = _graph(saver)
+    for thread in ("old", "live"):
+        graph.invoke({"log": []}, cfg(thread), durability="sync")
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2)
+    dry = saver.retain(older_than=datetime.timedelta(days=3), now=later, dry_run=True)
+    assert dry.threads_deleted == 0
+    plan = saver.retain(older_than=datetime.timedelta(days=1), now=later, dry_run=True)
+    assert plan.threads_deleted == 2
+    graph.invoke({"log": []}, cfg("live"), durability="sync")
+    report = saver.retain(older_than=datetime.timedelta(days=1), now=later)
+    assert report.threads_deleted == 2  # both were idle as of ``later``
+    assert saver.list_threads() == []
+    assert saver.store.keys(K.ACTIVITY) == []
+    # A thread active after the cutoff is kept, and its older activity entries go.
+    graph.invoke({"log": []}, cfg("again"), durability="sync")
+    assert saver.retain(older_than=3600).threads_deleted == 0
+    assert saver.list_threads() == ["again"]
+
+
+def test_a_keep_last_policy_keeps_each_thread_near_its_limit_from_the_start(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store(), retention=Retention(keep_last=2))
+    graph = _graph(saver)
+    for _ in range(10):  # 40 puts
+        graph.invoke({"log": []}, cfg("t"), durability="sync")
+        assert len(list(saver.list(cfg("t")))) <= 2 + Retention(keep_last=2).every
+    assert len(graph.get_state(cfg("t")).values["log"]) == 20
+
+
+def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_indexed(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    graph = _graph(saver)
+    for thread in ("p", "q"):
+        graph.invoke({"log": []}, cfg(thread), durability="sync")
+    # What an earlier release left: no indexes, no marker.
+    for ns in (K.INDEX, K.ACTIVITY, K.REGISTRY, K.META):
+        store.delete_many([(ns, key) for key in store.keys(ns)])
+    for thread in ("p", "q"):
+        store.delete_many([(K.periods(thread), key) for key in store.keys(K.periods(thread))])
+    reader = SwarmStateSaver(store)
+    expected = _scanned(reader)
+    assert _listed(reader) == expected  # read without the index
+    assert store.keys(K.INDEX) == [], "a read writes nothing"
+    assert reader.thread_count() == 2
+    _graph(reader).invoke({"log": []}, cfg("r"), durability="sync")  # the first put indexes
+    assert len(store.keys(K.INDEX)) == len(expected) + 4
+    assert _listed(SwarmStateSaver(store)) == _scanned(reader)
+    assert [row.thread_id for row in SwarmStateSaver(store).recent_threads()][0] == "r"
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3"])
+def test_paging_arguments_are_checked(make_store: MakeStore, bad: Any) -> None:
+    saver = SwarmStateSaver(make_store())
+    with pytest.raises(ss.InvalidArgumentError, match="limit"):
+        saver.recent_threads(limit=bad)
+    with pytest.raises(ss.InvalidArgumentError, match="offset"):
+        saver.recent_threads(offset=bad)
