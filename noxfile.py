@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["tests"]
@@ -22,6 +24,26 @@ def tests(session: nox.Session) -> None:
     """Run the test suite (PostgreSQL tests start a throwaway server)."""
     install_test_tooling(session)
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def langgraph_suite(session: nox.Session) -> None:
+    """Run LangGraph's checkpointer tests (its sdist's) on SwarmStateSaver beside its own saver."""
+    session.install("--upgrade", "pip>=25.1")
+    session.install("-e", ".[langgraph,disk]")
+    # The plugin and fetcher: tests/README.md says what they do and how to run one test.
+    here = Path("tests/langgraph_suite").resolve()
+    work = Path(session.create_tmp()) / "langgraph-sdist"
+    fetched = session.run("python", here / "fetch_suite.py", work, silent=True)
+    suite = str(fetched).strip().splitlines()[-1]
+    # Reruns: a few of their tests assert the order of events 10 ms apart, and
+    # fail now and then on a busy machine, on their own saver too.
+    rerun = "pytest-rerunfailures>=14"
+    session.install("-r", work / "requirements.txt", rerun, "-c", work / "constraints.txt")
+    env = {"NO_DOCKER": "true", "PYTHONPATH": str(here)}  # NO_DOCKER: no PostgreSQL/Redis params
+    with session.chdir(suite):
+        args = ["-p", "swarmstate_checkpointers", "-n", "2", "--reruns", "2", *session.posargs]
+        session.run("python", "-m", "pytest", *args, env=env)
 
 
 @nox.session(python=PYTHONS, default=False)
