@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import swarmstate
 from swarmstate._cli import render
-from swarmstate._cli.prune import decide_dry_run, parse_duration
+from swarmstate._cli.prune import parse_duration
 from swarmstate._cli.source import InputError, open_store
 from swarmstate._errors import SwarmStateError
 
@@ -56,9 +56,9 @@ Never breaks resume: the newest checkpoints of every namespace are kept with
 their pending writes, and so are the ancestors a DeltaChannel rebuilds from.
 Give --keep-last, --older-than or both.
 
-Without --yes or --dry-run: on a terminal (stdin or stderr is one) it is a
-dry run, and it prints the command that deletes; off a terminal (a script,
-cron, a pipe) it deletes. A dry run opens PATH read-only and changes nothing.
+It deletes only with --yes, wherever it runs (a terminal, cron, a script).
+Without --yes it is a dry run: it opens PATH read-only, changes nothing,
+reports what a real run would delete, and says to add --yes.
 --reclaim gives the freed space back after a real run (DiskStore: the file
 shrinks; PostgreSQL: VACUUM)."""
 
@@ -184,8 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this thread (repeat for more)",
     )  # fmt: skip
     mode = prune.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="change nothing; report what would go")
-    mode.add_argument("--yes", action="store_true", help="delete, even on a terminal")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="change nothing; report what would go (the default)"
+    )
+    mode.add_argument("--yes", action="store_true", help="delete (without it: a dry run)")
     prune.add_argument(
         "--reclaim", action="store_true", help="then give the freed space back (store.reclaim())"
     )
@@ -297,12 +299,12 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     _require_langgraph()
     from swarmstate._cli.prune import prune
 
-    dry_run, defaulted = decide_dry_run(args, sys.stdin, sys.stderr)
-    doc = prune(args, dry_run)
+    doc = prune(args, dry_run=not args.yes)
     print(render.to_json(doc) if args.json else render.render_prune(doc, args.path))
-    if defaulted:
+    if not args.yes and not args.dry_run:
+        sys.stdout.flush()
         print(
-            "swarmstate prune: this was a dry run (the default on a terminal); add --yes to delete",
+            "swarmstate prune: this was a dry run, nothing was deleted; add --yes to delete",
             file=sys.stderr,
         )
     return EXIT_OK
