@@ -46,8 +46,9 @@ exit status:
      problems, an optional extra is missing, or --out cannot be written
   2  usage error: unknown command, missing or malformed argument
 
-Every error is one line on stderr. --json prints a stable document
-(its keys are listed in docs/cli.md)."""
+Every error is one line on stderr. --json prints a stable JSON document
+instead of the table: the same fields under fixed keys, ids, times
+(ISO 8601, UTC) and values whole, where a table cuts a value to fit."""
 
 PRUNE_DESCRIPTION = """\
 Delete old checkpoints and idle threads, and what only they referenced.
@@ -117,8 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("path", metavar="PATH", help="DiskStore file or PostgreSQL DSN")
         return cmd
 
+    def as_json(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument(
+            "--json", action="store_true", help="print a JSON document instead of the table"
+        )
+
     def output(cmd: argparse.ArgumentParser) -> None:
-        cmd.add_argument("--json", action="store_true", help="print JSON (keys in docs/cli.md)")
+        as_json(cmd)
         cmd.add_argument(
             "--schema", default="swarmstate", help="PostgreSQL schema (default %(default)s)"
         )
@@ -202,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action="store_true", help="progress on stderr even when not a terminal"
     )
     shown.add_argument("--no-progress", action="store_true", help="no progress at all")
+    as_json(bench)
     bench.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests only
     bench.set_defaults(func=_cmd_benchmark)
     return parser
@@ -318,10 +325,14 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     size = "tiny" if args.tiny else ("full" if args.full else "default")
     progress = args.progress or (not args.no_progress and sys.stderr.isatty())
     doc = bench.run_benchmark(size, progress=progress)
-    print(bench.format_report(doc))
+    print(render.to_json(doc) if args.json else bench.format_report(doc))
     if args.out is not None:
         bench.write_result(doc, args.out)
-        print(f"wrote {args.out} (attach it to a bug report)")
+        # With --json, stdout holds the document alone.
+        print(
+            f"wrote {args.out} (attach it to a bug report)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     return EXIT_OK
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "plural",
     "render_check",
     "render_diff",
     "render_history",
@@ -74,6 +74,15 @@ def _when(ts: str | None) -> str | None:
 
 def _shown(text: str) -> str:
     return text if text.isprintable() else repr(text)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 entry``, ``2 entries``, ``0 namespaces``: a count with its noun."""
+    if count == 1:
+        return f"{count:,} {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return f"{count:,} {noun[:-1]}ies"
+    return f"{count:,} {noun}s"
 
 
 def render_threads(doc: dict[str, Any]) -> str:
@@ -163,18 +172,18 @@ def render_diff(doc: dict[str, Any]) -> str:
 
 def render_inspect(doc: dict[str, Any], target: str) -> str:
     lines = [
-        f"{target}: {doc['entries']:,} entries in {doc['namespace_count']:,} namespaces",
+        f"{target}: {plural(doc['entries'], 'entry')} in "
+        f"{plural(doc['namespace_count'], 'namespace')}",
         *(f"  {n['namespace']!r}: {n['entries']:,}" for n in doc["namespaces"]),
     ]
     more = doc["namespace_count"] - len(doc["namespaces"])
     if more > 0:
         lines.append(f"  ... {more:,} more (use --limit)")
-    lines.append(f"{doc['snapshot_count']} snapshot(s)")
+    lines.append(plural(doc["snapshot_count"], "snapshot"))
     for s in doc["snapshots"]:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["timestamp"]))
         lines.append(
-            f"  #{s['id']} parent={s['parent']} {when} entries={s['entries']:,} "
-            f"bytes={s['bytes']:,}"
+            f"  #{s['id']} parent={s['parent']} {_when(s['timestamp'])} UTC "
+            f"entries={s['entries']:,} bytes={s['bytes']:,}"
         )
     return "\n".join(lines)
 
