@@ -129,7 +129,17 @@ def build_parser() -> argparse.ArgumentParser:
             "--schema", default="swarmstate", help="PostgreSQL schema (default %(default)s)"
         )
 
-    threads = command("threads", "LangGraph threads: checkpoints, namespaces, last activity, bytes")
+    threads = command(
+        "threads", "LangGraph threads, newest activity first: checkpoints, namespaces, bytes"
+    )
+    threads.add_argument(
+        "--limit", type=_positive, default=20, metavar="N",
+        help="at most N threads (default %(default)s)",
+    )  # fmt: skip
+    threads.add_argument(
+        "--offset", type=_non_negative, default=0, metavar="N",
+        help="skip the N newest threads: the next page starts at --offset N",
+    )  # fmt: skip
     output(threads)
     threads.set_defaults(func=_cmd_threads)
 
@@ -244,7 +254,10 @@ def _cmd_threads(args: argparse.Namespace) -> int:
     _require_langgraph()
     from swarmstate._cli import threads as views
 
-    _view(args, lambda store: views.threads_view(_saver(store)), render.render_threads)
+    def build(store: Any) -> dict[str, Any]:
+        return views.threads_view(_saver(store), args.limit, args.offset)
+
+    _view(args, build, render.render_threads)
     return EXIT_OK
 
 

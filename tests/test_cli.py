@@ -255,7 +255,8 @@ def test_commands_work_on_a_read_only_file_in_a_read_only_directory(tmp_path: Pa
         before = directory_state(directory)
         threads = run_cli("threads", str(path), "--json", prefix=unprivileged())
         assert threads.returncode == 0, threads.stderr
-        assert [t["thread_id"] for t in json.loads(threads.stdout)["threads"]] == sorted(THREADS)
+        listed = [t["thread_id"] for t in json.loads(threads.stdout)["threads"]]
+        assert sorted(listed) == sorted(THREADS)
         history = run_cli("history", str(path), "chat", "--json", prefix=unprivileged())
         assert history.returncode == 0, history.stderr
         got = [c["checkpoint_id"] for c in json.loads(history.stdout)["checkpoints"]]

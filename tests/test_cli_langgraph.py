@@ -63,7 +63,8 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
     filled: Filled, capsys: Any
 ) -> None:
     doc = cli_json(filled, "threads", capsys=capsys)
-    assert [t["thread_id"] for t in doc["threads"]] == sorted(THREADS)
+    assert sorted(t["thread_id"] for t in doc["threads"]) == sorted(THREADS)
+    assert doc["total"] == len(THREADS)
     store = filled.saver.store
     for row in doc["threads"]:
         found = list(filled.saver.list(cfg(row["thread_id"])))
@@ -75,7 +76,7 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
         assert row["last_activity"] == found[0].checkpoint["ts"]
         # Every namespace of the thread: checkpoints, writes, values, list segments.
         namespaces = store.namespaces(K.thread_prefix(row["thread_id"]))
-        assert row["stored_bytes"] == sum(
+        assert row["value_bytes"] == sum(
             len(v) for ns in namespaces for _, v in store.items(ns, raw=True)
         )
     sub = next(t for t in doc["threads"] if t["thread_id"] == "sub")
@@ -259,6 +260,7 @@ def test_docs_list_every_json_key_the_commands_print(filled: Filled, capsys: Any
         ["diff", "chat", a, b],
         ["inspect"],
         ["check"],
+        ["prune", "--keep-last", "1", "--dry-run"],
     ):
         printed |= keys_of(cli_json(filled, argv[0], *argv[1:], capsys=capsys))
     undocumented = {k for k in printed if f"`{k}`" not in docs and f"{k}`" not in docs}

@@ -73,7 +73,7 @@ def test_the_demo_starts_afresh_unless_kept(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     threads = [t["thread_id"] for t in json.loads(listed.stdout)["threads"]]
-    assert threads == ["article-1", "article-2"]  # the second run replaced the first
+    assert threads == ["article-2", "article-1"]  # the second run replaced the first
 
 
 def test_the_demo_refuses_to_replace_a_file_that_is_not_a_store(tmp_path: Path) -> None:

@@ -86,23 +86,32 @@ def plural(count: int, noun: str) -> str:
 
 
 def render_threads(doc: dict[str, Any]) -> str:
-    if not doc["threads"]:
-        return "no LangGraph threads in this store"
+    total, offset, shown = doc["total"], doc["offset"], len(doc["threads"])
+    if not shown:
+        if total == 0:
+            return "no LangGraph threads in this store"
+        return f"no threads at --offset {offset:,}: the store has {plural(total, 'thread')}"
     rows = []
     for t in doc["threads"]:
         names = [_ns(ns) for ns in t["namespaces"]]
-        shown = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+        listed = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
         rows.append(
             [
                 _shown(t["thread_id"]),
                 t["checkpoints"],
-                shown,
+                listed,
                 _when(t["last_activity"]),
-                t["stored_bytes"],
+                t["value_bytes"],
             ]
         )
-    headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "STORED BYTES"]
-    return table(headers, rows)
+    headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "VALUE BYTES"]
+    lines = [table(headers, rows)]
+    last = offset + shown
+    summary = f"threads {offset + 1:,}-{last:,} of {total:,}, newest activity first"
+    if last < total:
+        summary += f" (next page: --offset {last})"
+    lines.append(summary)
+    return "\n".join(lines)
 
 
 def render_history(doc: dict[str, Any]) -> str:
@@ -215,7 +224,7 @@ def render_prune(doc: dict[str, Any], path: str) -> str:
         ["threads deleted", doc["threads_deleted"]],
         ["checkpoints deleted", doc["checkpoints_deleted"]],
         ["pending writes deleted", doc["writes_deleted"]],
-        ["bytes freed in the store", doc["bytes_freed"]],
+        ["store bytes freed, keys and overhead included", doc["bytes_freed"]],
     ]
     reclaimed = doc["reclaim"]
     if reclaimed is not None:

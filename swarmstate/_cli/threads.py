@@ -6,15 +6,17 @@ working when the saver changes how it lays out its entries.
 Each view returns a JSON-ready dict; ``docs/cli.md`` lists its keys.
 
 Sizes are what the saver's serializer makes of a value (``bytes``), except
-a thread's ``stored_bytes``: every store entry of the thread as stored
-(checkpoints, pending writes, values and list segments).
+a thread's ``value_bytes``: the stored bytes of every entry of the thread
+(checkpoints, pending writes, values and list segments), without their keys
+or the store's own overhead, which ``prune``'s ``bytes_freed`` counts.
 """
 
 from __future__ import annotations
 
+import datetime
 import reprlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import CheckpointTuple
@@ -23,10 +25,12 @@ from swarmstate._cli.source import InputError
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 __all__ = [
+    "ThreadActivity",
     "abbreviate",
     "diff_view",
     "history_view",
     "show_view",
+    "threads_by_activity",
     "threads_view",
 ]
 
@@ -36,10 +40,52 @@ _repr.maxstring = _repr.maxother = _TEXT_WIDTH
 _repr.maxlist = _repr.maxdict = _repr.maxtuple = 6
 
 
-def threads_view(saver: SwarmStateSaver) -> dict[str, Any]:
-    """Every thread: its checkpoints, namespaces, last activity and stored bytes."""
-    rows = []
+class ThreadActivity(NamedTuple):
+    """A thread and when its newest checkpoint was written."""
+
+    thread_id: str
+    last_activity: str | None  # the checkpoint's ``ts`` (ISO 8601); None: no checkpoint
+
+
+def _moment(ts: str) -> datetime.datetime:
+    moment = datetime.datetime.fromisoformat(ts)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def threads_by_activity(
+    saver: SwarmStateSaver, limit: int, offset: int
+) -> tuple[list[ThreadActivity], int]:
+    """A page of the store's threads, newest activity first, and how many threads there are.
+
+    Returns ``(page, total)``: at most ``limit`` threads after skipping
+    ``offset``, each with the ``ts`` of its newest checkpoint (every
+    namespace), newest first (ties by thread id; threads without a
+    checkpoint last), and the number of threads in the store.
+
+    Reads the newest checkpoint of every thread (``list_threads``, then
+    ``list(limit=1)`` per thread), so it costs the number of threads, not
+    the page: the one call to replace when the saver can list threads by
+    last activity itself.
+    """
+    found = []
     for thread_id in saver.list_threads():
+        latest = next(iter(saver.list(_config(thread_id), limit=1)), None)
+        found.append(ThreadActivity(thread_id, None if latest is None else latest.checkpoint["ts"]))
+    oldest = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+    found.sort(key=lambda t: t.thread_id)
+    found.sort(
+        key=lambda t: (t.last_activity is not None, oldest if t.last_activity is None
+                       else _moment(t.last_activity)),
+        reverse=True,
+    )  # fmt: skip
+    return found[offset : offset + limit], len(found)
+
+
+def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, Any]:
+    """A page of threads, newest activity first: checkpoints, namespaces, last activity, bytes."""
+    page, total = threads_by_activity(saver, limit, offset)
+    rows = []
+    for thread_id, last_activity in page:
         count, latest, namespaces = 0, None, set()
         for found in saver.list(_config(thread_id)):
             count += 1
@@ -51,11 +97,11 @@ def threads_view(saver: SwarmStateSaver) -> dict[str, Any]:
                 "checkpoints": count,
                 "namespaces": sorted(namespaces),
                 "last_checkpoint_id": None if latest is None else _id(latest),
-                "last_activity": None if latest is None else latest.checkpoint["ts"],
-                "stored_bytes": saver.thread_size(thread_id),
+                "last_activity": last_activity,
+                "value_bytes": saver.thread_size(thread_id),
             }
         )
-    return {"threads": rows}
+    return {"total": total, "offset": offset, "limit": limit, "threads": rows}
 
 
 def history_view(
