@@ -153,8 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "one checkpoint: channel values summarized, pending writes, metadata")
     show.add_argument("thread", metavar="THREAD", help="thread id")
     show.add_argument(
-        "checkpoint", metavar="CHECKPOINT", nargs="?", help="checkpoint id (default the latest)"
-    )
+        "checkpoint", metavar="CHECKPOINT", nargs="?",
+        help="checkpoint id or a unique prefix of one (default the latest)",
+    )  # fmt: skip
     show.add_argument(
         "--ns", default=None, help="checkpoint namespace (default the root one, for the latest)"
     )
@@ -166,8 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff = command("diff", "what changed between two checkpoints: channels, messages")
     diff.add_argument("thread", metavar="THREAD", help="thread id")
-    diff.add_argument("a", metavar="A", help="the earlier checkpoint id")
-    diff.add_argument("b", metavar="B", help="the later checkpoint id")
+    diff.add_argument("a", metavar="A", help="the earlier checkpoint id (or a unique prefix)")
+    diff.add_argument("b", metavar="B", help="the later checkpoint id (or a unique prefix)")
     diff.add_argument("--ns", default=None, help="checkpoint namespace of both")
     output(diff)
     diff.set_defaults(func=_cmd_diff)

@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from swarmstate._cli.values import CUT, message_text, short, value_change
+
 __all__ = [
     "plural",
     "render_check",
@@ -117,23 +119,28 @@ def render_threads(doc: dict[str, Any]) -> str:
 def render_history(doc: dict[str, Any]) -> str:
     rows = doc["checkpoints"]
     with_ns = any(r["checkpoint_ns"] for r in rows)
-    headers = ["CHECKPOINT", *(["NAMESPACE"] if with_ns else []), "STEP", "SOURCE", "NODES"]
-    headers += ["PARENT", "BYTES", "WRITES", "TIME (UTC)"]
+    forked = any(r["branch"] for r in rows)
+    headers = ["CHECKPOINT", *(["NAMESPACE"] if with_ns else []), *(["BRANCH"] if forked else [])]
+    headers += ["STEP", "SOURCE", "NODES", "PARENT", "BYTES", "WRITES", "TIME (UTC)"]
     body = [
         [
             r["checkpoint_id"],
             *([_ns(r["checkpoint_ns"])] if with_ns else []),
+            *([r["branch"]] if forked else []),
             r["step"],
             r["source"],
             ",".join(r["nodes"]) or None,
             _tail(r["parent_id"]),
             r["bytes"],
-            r["pending_writes"],
+            r["pending_write_count"],
             _when(r["ts"]),
         ]
         for r in rows
     ]
-    return f"thread {_shown(doc['thread_id'])}, newest first\n" + table(headers, body)
+    title = f"thread {_shown(doc['thread_id'])}, newest first"
+    if forked:
+        title += "; BRANCH 0 leads to the newest checkpoint, other numbers are forks"
+    return title + "\n" + table(headers, body)
 
 
 def render_show(doc: dict[str, Any]) -> str:
@@ -142,14 +149,20 @@ def render_show(doc: dict[str, Any]) -> str:
         f"namespace {_ns(doc['checkpoint_ns'])}",
         f"step {doc['step']}  source {doc['source']}  "
         f"nodes {','.join(doc['nodes']) or '-'}  parent {doc['parent_id'] or '-'}  {doc['ts']}",
-        f"metadata {json.dumps(doc['metadata'], default=str, ensure_ascii=False)}",
-        "",
+        f"next {', '.join(doc['next']) or '- (nothing left to run)'}",
+        f"metadata {short(json.dumps(doc['metadata'], default=str, ensure_ascii=False), 200)}",
     ]
+    for found in doc["interrupts"]:
+        lines.append(f"interrupt (task {found['task_id']}): {short(found['value'], 200)}")
+    lines.append("")
     rows: list[list[object]] = []
     for ch in doc["channels"]:
-        rows.append([ch["name"], ch["type"], ch["bytes"], ch["summary"]])
+        summary = ch["summary"]
+        if ch["delta"] is not None:
+            summary = f"{summary}  [{_delta(ch['delta'])}]"
+        rows.append([ch["name"], ch["type"], ch["bytes"], summary])
         for m in ch["last_messages"]:
-            rows.append(["", "", "", f"  {m['type']}: {m['content']}"])
+            rows.append(["", "", "", f"  {message_text(m)}"])
     lines.append(table(["CHANNEL", "TYPE", "BYTES", "SUMMARY"], rows) if rows else "no channels")
     writes = doc["pending_writes"]
     lines.append("")
@@ -158,7 +171,24 @@ def render_show(doc: dict[str, Any]) -> str:
         lines.append(table(["PENDING WRITE (TASK)", "CHANNEL", "BYTES", "SUMMARY"], body))
     else:
         lines.append("no pending writes")
-    return "\n".join(lines)
+    return _with_cut_note("\n".join(lines))
+
+
+def _delta(delta: dict[str, Any]) -> str:
+    """How a DeltaChannel's value was read, in words."""
+    if delta["writes"] == 0:
+        return "DeltaChannel: snapshot" if delta["snapshot"] else "DeltaChannel: empty"
+    start = "snapshot" if delta["snapshot"] else "empty"
+    writes = f"{delta['writes']:,} write{'' if delta['writes'] == 1 else 's'}"
+    if delta["reducer"] is None:
+        return f"DeltaChannel: {start}, {writes} not folded (the graph's reducer is unknown)"
+    return f"DeltaChannel: {start} + {writes} by {delta['reducer']}"
+
+
+def _with_cut_note(text: str) -> str:
+    if CUT in text:
+        text += f"\n({CUT} marks a value cut to fit; --json prints every value whole)"
+    return text
 
 
 def render_diff(doc: dict[str, Any]) -> str:
@@ -171,12 +201,19 @@ def render_diff(doc: dict[str, Any]) -> str:
     channels = doc["channels"]
     for what in ("added", "removed", "changed"):
         lines.append(f"channels {what}: {', '.join(channels[what]) or '-'}")
+    for name, change in doc["values"].items():
+        if name in channels["added"]:
+            lines.append(f"  {name} = {short(change['new'], 120)}")
+        elif name in channels["removed"]:
+            lines.append(f"  {name} was {short(change['old'], 120)}")
+        else:
+            lines.append(f"  {name}: {value_change(change['old'], change['new'])}")
     for name, change in doc["messages"].items():
         counts = ", ".join(f"{len(change[k])} {k}" for k in ("added", "removed", "changed"))
         lines.append(f"messages in {name}: {counts}")
         for k, mark in (("added", "+"), ("removed", "-"), ("changed", "~")):
-            lines += [f"  {mark} {m['type']}: {m['content']}" for m in change[k]]
-    return "\n".join(lines)
+            lines += [f"  {mark} {message_text(m)}" for m in change[k]]
+    return _with_cut_note("\n".join(lines))
 
 
 def render_inspect(doc: dict[str, Any], target: str) -> str:
