@@ -9,6 +9,9 @@ what it wrote.
     python examples/langgraph_demo.py                  # writes ./langgraph_demo.db afresh
     python examples/langgraph_demo.py --db state.db    # another file
     python examples/langgraph_demo.py --keep           # add a thread to the file's threads
+
+Starting afresh replaces only a file this demo made (it marks its files with
+an entry of its own); any other file at --db is refused and left as it is.
 """
 
 from __future__ import annotations
@@ -75,11 +78,25 @@ def describe(keys: list[tuple[str, str]]) -> str:
     return ", ".join(f"{n} in {t}" for t, n in sorted(threads.items())) or "nothing"
 
 
+MARK = ("langgraph_demo", "made-by")
+"""The entry that marks a store this demo made: the only kind it replaces."""
+
+
+class NotOurs(Exception):
+    """The file at ``--db`` was not made by this demo."""
+
+
 def fresh_file(path: Path) -> None:
     """Remove the store a previous run left at ``path``; refuse to remove anything else."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return
-    DiskStore(path, readonly=True).close()  # raises unless it is a swarmstate store
+    with DiskStore(path, readonly=True) as store:  # raises unless it is a swarmstate store
+        made_here = store.get(*MARK) is not None
+    if not made_here:
+        raise NotOurs(
+            f"{path} is a swarmstate store this demo did not make; refusing to replace it "
+            "(give another --db, or --keep to add a thread to it)"
+        )
     for name in (str(path), f"{path}-wal", f"{path}-shm"):
         if os.path.exists(name):
             os.remove(name)
@@ -96,7 +113,10 @@ def free_thread_id(saver: SwarmStateSaver) -> str:
 def main(path: Path) -> str:
     """Run the demo into ``path``; returns the thread id it wrote."""
     print(f"checkpoints go to {path}\n")
+    new = not os.path.lexists(path)
     with DiskStore(path) as store:
+        if new:  # before the first snapshot: rolling the store back keeps the mark
+            store.set(*MARK, {"example": "examples/langgraph_demo.py"})
         saver = SwarmStateSaver(store)
         graph = build(saver)
         thread_id = free_thread_id(saver)
@@ -164,7 +184,7 @@ if __name__ == "__main__":
         if not args.keep:
             fresh_file(args.db)
         thread = main(args.db)
-    except SwarmStateError as exc:
+    except (SwarmStateError, NotOurs) as exc:
         parser.exit(1, f"langgraph_demo: {exc}\n")
     db = shlex.quote(str(args.db))
     print("\nlook at what it wrote (read-only):")

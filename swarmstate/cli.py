@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import swarmstate
 from swarmstate._cli import render
-from swarmstate._cli.prune import decide_dry_run, parse_duration
+from swarmstate._cli.prune import parse_duration
 from swarmstate._cli.source import InputError, open_store
 from swarmstate._errors import SwarmStateError
 
@@ -46,8 +46,9 @@ exit status:
      problems, an optional extra is missing, or --out cannot be written
   2  usage error: unknown command, missing or malformed argument
 
-Every error is one line on stderr. --json prints a stable document
-(its keys are listed in docs/cli.md)."""
+Every error is one line on stderr. --json prints a stable JSON document
+instead of the table: the same fields under fixed keys, ids, times
+(ISO 8601, UTC) and values whole, where a table cuts a value to fit."""
 
 PRUNE_DESCRIPTION = """\
 Delete old checkpoints and idle threads, and what only they referenced.
@@ -56,9 +57,9 @@ Never breaks resume: the newest checkpoints of every namespace are kept with
 their pending writes, and so are the ancestors a DeltaChannel rebuilds from.
 Give --keep-last, --older-than or both.
 
-Without --yes or --dry-run: on a terminal (stdin or stderr is one) it is a
-dry run, and it prints the command that deletes; off a terminal (a script,
-cron, a pipe) it deletes. A dry run opens PATH read-only and changes nothing.
+It deletes only with --yes, wherever it runs (a terminal, cron, a script).
+Without --yes it is a dry run: it opens PATH read-only, changes nothing,
+reports what a real run would delete, and says to add --yes.
 --reclaim gives the freed space back after a real run (DiskStore: the file
 shrinks; PostgreSQL: VACUUM)."""
 
@@ -117,13 +118,28 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("path", metavar="PATH", help="DiskStore file or PostgreSQL DSN")
         return cmd
 
+    def as_json(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument(
+            "--json", action="store_true", help="print a JSON document instead of the table"
+        )
+
     def output(cmd: argparse.ArgumentParser) -> None:
-        cmd.add_argument("--json", action="store_true", help="print JSON (keys in docs/cli.md)")
+        as_json(cmd)
         cmd.add_argument(
             "--schema", default="swarmstate", help="PostgreSQL schema (default %(default)s)"
         )
 
-    threads = command("threads", "LangGraph threads: checkpoints, namespaces, last activity, bytes")
+    threads = command(
+        "threads", "LangGraph threads, newest activity first: checkpoints, namespaces, bytes"
+    )
+    threads.add_argument(
+        "--limit", type=_positive, default=20, metavar="N",
+        help="at most N threads (default %(default)s)",
+    )  # fmt: skip
+    threads.add_argument(
+        "--offset", type=_non_negative, default=0, metavar="N",
+        help="skip the N newest threads: the next page starts at --offset N",
+    )  # fmt: skip
     output(threads)
     threads.set_defaults(func=_cmd_threads)
 
@@ -137,8 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "one checkpoint: channel values summarized, pending writes, metadata")
     show.add_argument("thread", metavar="THREAD", help="thread id")
     show.add_argument(
-        "checkpoint", metavar="CHECKPOINT", nargs="?", help="checkpoint id (default the latest)"
-    )
+        "checkpoint", metavar="CHECKPOINT", nargs="?",
+        help="checkpoint id or a unique prefix of one (default the latest)",
+    )  # fmt: skip
     show.add_argument(
         "--ns", default=None, help="checkpoint namespace (default the root one, for the latest)"
     )
@@ -150,8 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff = command("diff", "what changed between two checkpoints: channels, messages")
     diff.add_argument("thread", metavar="THREAD", help="thread id")
-    diff.add_argument("a", metavar="A", help="the earlier checkpoint id")
-    diff.add_argument("b", metavar="B", help="the later checkpoint id")
+    diff.add_argument("a", metavar="A", help="the earlier checkpoint id (or a unique prefix)")
+    diff.add_argument("b", metavar="B", help="the later checkpoint id (or a unique prefix)")
     diff.add_argument("--ns", default=None, help="checkpoint namespace of both")
     output(diff)
     diff.set_defaults(func=_cmd_diff)
@@ -184,8 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this thread (repeat for more)",
     )  # fmt: skip
     mode = prune.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="change nothing; report what would go")
-    mode.add_argument("--yes", action="store_true", help="delete, even on a terminal")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="change nothing; report what would go (the default)"
+    )
+    mode.add_argument("--yes", action="store_true", help="delete (without it: a dry run)")
     prune.add_argument(
         "--reclaim", action="store_true", help="then give the freed space back (store.reclaim())"
     )
@@ -200,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action="store_true", help="progress on stderr even when not a terminal"
     )
     shown.add_argument("--no-progress", action="store_true", help="no progress at all")
+    as_json(bench)
     bench.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests only
     bench.set_defaults(func=_cmd_benchmark)
     return parser
@@ -235,7 +255,10 @@ def _cmd_threads(args: argparse.Namespace) -> int:
     _require_langgraph()
     from swarmstate._cli import threads as views
 
-    _view(args, lambda store: views.threads_view(_saver(store)), render.render_threads)
+    def build(store: Any) -> dict[str, Any]:
+        return views.threads_view(_saver(store), args.limit, args.offset)
+
+    _view(args, build, render.render_threads)
     return EXIT_OK
 
 
@@ -297,12 +320,12 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     _require_langgraph()
     from swarmstate._cli.prune import prune
 
-    dry_run, defaulted = decide_dry_run(args, sys.stdin, sys.stderr)
-    doc = prune(args, dry_run)
+    doc = prune(args, dry_run=not args.yes)
     print(render.to_json(doc) if args.json else render.render_prune(doc, args.path))
-    if defaulted:
+    if not args.yes and not args.dry_run:
+        sys.stdout.flush()
         print(
-            "swarmstate prune: this was a dry run (the default on a terminal); add --yes to delete",
+            "swarmstate prune: this was a dry run, nothing was deleted; add --yes to delete",
             file=sys.stderr,
         )
     return EXIT_OK
@@ -316,10 +339,14 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     size = "tiny" if args.tiny else ("full" if args.full else "default")
     progress = args.progress or (not args.no_progress and sys.stderr.isatty())
     doc = bench.run_benchmark(size, progress=progress)
-    print(bench.format_report(doc))
+    print(render.to_json(doc) if args.json else bench.format_report(doc))
     if args.out is not None:
         bench.write_result(doc, args.out)
-        print(f"wrote {args.out} (attach it to a bug report)")
+        # With --json, stdout holds the document alone.
+        print(
+            f"wrote {args.out} (attach it to a bug report)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     return EXIT_OK
 
 

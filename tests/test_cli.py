@@ -7,6 +7,7 @@ run time, no traceback, privileges dropped).
 
 from __future__ import annotations
 
+import datetime
 import importlib.metadata
 import json
 import sqlite3
@@ -100,6 +101,9 @@ def test_help_is_plain_text_and_documents_the_exit_codes(
     assert "``" not in text
     assert ":class:" not in text
     assert ":mod:" not in text
+    assert "docs/" not in text  # an installed wheel has no docs folder: help says it all
+    if command is not None:
+        assert "--json" in text  # every command takes it, as the README says
     for line in ("0  success", "1  the command could not do its work", "2  usage error"):
         assert line in text
 
@@ -251,7 +255,8 @@ def test_commands_work_on_a_read_only_file_in_a_read_only_directory(tmp_path: Pa
         before = directory_state(directory)
         threads = run_cli("threads", str(path), "--json", prefix=unprivileged())
         assert threads.returncode == 0, threads.stderr
-        assert [t["thread_id"] for t in json.loads(threads.stdout)["threads"]] == sorted(THREADS)
+        listed = [t["thread_id"] for t in json.loads(threads.stdout)["threads"]]
+        assert sorted(listed) == sorted(THREADS)
         history = run_cli("history", str(path), "chat", "--json", prefix=unprivileged())
         assert history.returncode == 0, history.stderr
         got = [c["checkpoint_id"] for c in json.loads(history.stdout)["checkpoints"]]
@@ -342,13 +347,32 @@ def test_inspect_lists_namespaces_counts_and_snapshots(
     assert code == 0
     assert "3 entries in 2 namespaces" in out
     assert "'a': 2" in out
-    assert "1 snapshot(s)" in out
+    assert "\n1 snapshot\n" in out
     code, out, _ = run(["inspect", str(path), "--json", "--limit", "1"], capsys)
     doc = json.loads(out)
     assert doc["entries"] == 3
     assert doc["namespace_count"] == 2
     assert doc["namespaces"] == [{"namespace": "a", "entries": 2}]
     assert [s["id"] for s in doc["snapshots"]] == [1]
+    # ISO 8601 in UTC, as every other command prints a time.
+    with DiskStore(path, readonly=True) as store:
+        taken = store.snapshots()[0].timestamp
+    when = datetime.datetime.fromisoformat(doc["snapshots"][0]["timestamp"])
+    assert when.utcoffset() == datetime.timedelta(0)
+    assert when.timestamp() == pytest.approx(taken, abs=1e-6)
+    assert when.strftime("%Y-%m-%d %H:%M:%S") in run(["inspect", str(path)], capsys)[1]
+
+
+def test_inspect_counts_in_words_a_reader_expects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "one.db"
+    with DiskStore(path) as store:
+        store.set("a", "x", 1)
+    code, out, _ = run(["inspect", str(path)], capsys)
+    assert code == 0
+    assert f"{path}: 1 entry in 1 namespace\n" in out
+    assert "\n0 snapshots" in out
 
 
 # -- benchmark ---------------------------------------------------------------------
@@ -406,6 +430,17 @@ def test_benchmark_writes_its_result_and_draws_progress_only_when_asked(tmp_path
     shown = run_cli("benchmark", "--tiny", "--progress", cwd=tmp_path, timeout=300)
     assert shown.returncode == 0, shown.stderr
     assert "DiskStore NORMAL: set/get" in shown.stderr
+
+
+@pytest.mark.slow
+def test_benchmark_json_prints_the_result_document_alone_on_stdout(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = run_cli("benchmark", "--tiny", "--json", "--out", str(out), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)  # the document and nothing else
+    assert printed == json.loads(out.read_text())
+    assert printed["kind"] == "swarmstate benchmark"
+    assert proc.stderr == f"wrote {out} (attach it to a bug report)\n"
 
 
 def test_benchmark_without_langgraph_measures_the_stores_and_names_the_extra(

@@ -63,7 +63,8 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
     filled: Filled, capsys: Any
 ) -> None:
     doc = cli_json(filled, "threads", capsys=capsys)
-    assert [t["thread_id"] for t in doc["threads"]] == sorted(THREADS)
+    assert sorted(t["thread_id"] for t in doc["threads"]) == sorted(THREADS)
+    assert doc["total"] == len(THREADS)
     store = filled.saver.store
     for row in doc["threads"]:
         found = list(filled.saver.list(cfg(row["thread_id"])))
@@ -75,7 +76,7 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
         assert row["last_activity"] == found[0].checkpoint["ts"]
         # Every namespace of the thread: checkpoints, writes, values, list segments.
         namespaces = store.namespaces(K.thread_prefix(row["thread_id"]))
-        assert row["stored_bytes"] == sum(
+        assert row["value_bytes"] == sum(
             len(v) for ns in namespaces for _, v in store.items(ns, raw=True)
         )
     sub = next(t for t in doc["threads"] if t["thread_id"] == "sub")
@@ -93,7 +94,7 @@ def test_history_is_the_saver_list_newest_first(filled: Filled, thread: str, cap
         assert row["step"] == t.metadata["step"]
         assert row["source"] == t.metadata["source"]
         assert row["ts"] == t.checkpoint["ts"]
-        assert row["pending_writes"] == len(t.pending_writes or [])
+        assert row["pending_write_count"] == len(t.pending_writes or [])
         parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
         assert row["parent_id"] == parent
         assert row["bytes"] > 0
@@ -230,8 +231,8 @@ def test_check_decodes_every_entry_of_either_backend(filled: Filled, capsys: Any
 def keys_of(doc: Any) -> set[str]:
     """Every key the command chose in a JSON document, at any depth.
 
-    Not the keys of ``metadata`` (LangGraph's) or of diff's ``messages``
-    (channel names).
+    Not the keys of ``metadata`` (LangGraph's), of diff's ``messages`` and
+    ``values`` (channel names), nor any inside a value the graph wrote.
     """
     if isinstance(doc, list):
         return set().union(*(keys_of(item) for item in doc))
@@ -239,12 +240,16 @@ def keys_of(doc: Any) -> set[str]:
         return set()
     found = set(doc)
     for key, value in doc.items():
-        if key == "metadata":
+        if key in GRAPH_DATA:
             continue
-        if key == "messages" and isinstance(value, dict):
+        if key in ("messages", "values") and isinstance(value, dict):
             value = list(value.values())
         found |= keys_of(value)
     return found
+
+
+GRAPH_DATA = {"metadata", "value", "old", "new", "content", "tool_calls"}
+"""Keys whose value is what the graph wrote, printed whole: its keys are the graph's."""
 
 
 def test_docs_list_every_json_key_the_commands_print(filled: Filled, capsys: Any) -> None:
@@ -259,6 +264,7 @@ def test_docs_list_every_json_key_the_commands_print(filled: Filled, capsys: Any
         ["diff", "chat", a, b],
         ["inspect"],
         ["check"],
+        ["prune", "--keep-last", "1", "--dry-run"],
     ):
         printed |= keys_of(cli_json(filled, argv[0], *argv[1:], capsys=capsys))
     undocumented = {k for k in printed if f"`{k}`" not in docs and f"{k}`" not in docs}

@@ -1,4 +1,4 @@
-"""``swarmstate prune``: the dry run and the real run agree, JSON, terminals, bad arguments.
+"""``swarmstate prune``: the dry run and the real run agree, JSON, only ``--yes`` deletes.
 
 Real graphs (tool calls, a subgraph, an interrupt; see ``cli_graphs``) are
 checkpointed into a DiskStore file and a PostgreSQL schema; what the command
@@ -199,21 +199,41 @@ def _checkpoint_count(path: Path) -> int:
         return sum(len(list(saver.list(cfg(t)))) for t in saver.list_threads())
 
 
-def test_off_a_terminal_without_a_flag_it_really_prunes(tmp_path: Path) -> None:
+HINT = "this was a dry run, nothing was deleted; add --yes to delete"
+
+
+def test_off_a_terminal_without_yes_it_is_a_dry_run_that_says_how_to_delete(
+    tmp_path: Path,
+) -> None:
     path = _graphs_file(tmp_path)
     before = _checkpoint_count(path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "swarmstate", "prune", str(path), "--keep-last", "1", "--json"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    files = directory_state(tmp_path)
+    argv = [sys.executable, "-m", "swarmstate", "prune", str(path), "--keep-last", "1"]
+    for extra in ([], ["--json"]):
+        proc = subprocess.run(
+            [*argv, *extra],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == f"swarmstate prune: {HINT}\n"  # one line, on stderr only
+        if extra:
+            doc = json.loads(proc.stdout)  # stdout stays the document alone
+            assert doc["dry_run"] is True
+            assert doc["checkpoints_deleted"] > 0  # what --yes would delete
+        else:
+            assert "dry run: nothing was changed" in proc.stdout.splitlines()[0]
+        assert directory_state(tmp_path) == files
+        assert _checkpoint_count(path) == before
+    real = subprocess.run(
+        [*argv, "--yes", "--json"], capture_output=True, text=True, check=False, timeout=120
     )
-    assert (proc.returncode, proc.stderr) == (0, "")
-    doc = json.loads(proc.stdout)
-    assert doc["dry_run"] is False
-    assert _checkpoint_count(path) == before - doc["checkpoints_deleted"] < before
+    assert (real.returncode, real.stderr) == (0, "")
+    assert json.loads(real.stdout)["dry_run"] is False
+    assert _checkpoint_count(path) < before
 
 
 def _read_all(fd: int) -> str:
@@ -229,9 +249,7 @@ def _read_all(fd: int) -> str:
     return b"".join(chunks).decode()
 
 
-def test_on_a_terminal_without_a_flag_it_is_a_dry_run_that_says_how_to_delete(
-    tmp_path: Path,
-) -> None:
+def test_on_a_terminal_without_yes_it_is_the_same_dry_run(tmp_path: Path) -> None:
     path = _graphs_file(tmp_path)
     before = _checkpoint_count(path)
     files = directory_state(tmp_path)
@@ -252,7 +270,7 @@ def test_on_a_terminal_without_a_flag_it_is_a_dry_run_that_says_how_to_delete(
         os.close(leader)
     assert proc.returncode == 0, shown
     assert "dry run" in proc.stdout.splitlines()[0]
-    assert "--yes" in shown
+    assert HINT in shown
     assert directory_state(tmp_path) == files
     assert _checkpoint_count(path) == before
 

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import ROOT
+from cli_graphs import THREADS, fill_with_graphs
+from cli_support import ROOT, directory_state
 
 import swarmstate as ss
+from swarmstate.backends.disk import DiskStore
+from swarmstate.integrations.langgraph import SwarmStateSaver
 
 README = (ROOT / "README.md").read_text()
 
@@ -70,7 +73,7 @@ def test_the_demo_starts_afresh_unless_kept(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     threads = [t["thread_id"] for t in json.loads(listed.stdout)["threads"]]
-    assert threads == ["article-1", "article-2"]  # the second run replaced the first
+    assert threads == ["article-2", "article-1"]  # the second run replaced the first
 
 
 def test_the_demo_refuses_to_replace_a_file_that_is_not_a_store(tmp_path: Path) -> None:
@@ -85,6 +88,32 @@ def test_the_demo_refuses_to_replace_a_file_that_is_not_a_store(tmp_path: Path) 
     )
     assert proc.returncode == 1
     assert precious.read_text() == "my notes\n"
+
+
+def test_the_demo_replaces_only_a_store_it_made_itself(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.db"
+    with DiskStore(mine) as store:
+        fill_with_graphs(store)  # a store of the user's, with threads of its own
+    before = directory_state(tmp_path)
+    demo = [sys.executable, str(ROOT / "examples" / "langgraph_demo.py")]
+    for argv in (["--db", str(mine)], [str(mine)]):  # --db and the older spelling
+        proc = subprocess.run(
+            [*demo, *argv], capture_output=True, text=True, check=False, timeout=300
+        )
+        assert proc.returncode == 1
+        assert proc.stderr.count("\n") == 1
+        assert "this demo did not make; refusing to replace it" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert directory_state(tmp_path) == before  # not a byte, not an mtime
+    # --keep adds a thread to it (and leaves it unmarked: the next plain run still refuses).
+    subprocess.run([*demo, "--db", str(mine), "--keep"], check=True, capture_output=True,
+                   timeout=300)  # fmt: skip
+    again = subprocess.run([*demo, "--db", str(mine)], capture_output=True, check=False,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 1
+    with DiskStore(mine, readonly=True) as store:
+        threads = SwarmStateSaver(store).list_threads()
+    assert sorted(threads) == sorted([*THREADS, "article-1"])
 
 
 # -- the value rules paragraph ---------------------------------------------------

@@ -1,6 +1,7 @@
 """``swarmstate prune``: retention over a store from the command line, and the space given back.
 
-The one command that writes. It runs :meth:`SwarmStateSaver.retain
+The one command that writes, and only with ``--yes``: without it, wherever it
+runs, it is a dry run. It runs :meth:`SwarmStateSaver.retain
 <swarmstate.integrations.langgraph.SwarmStateSaver.retain>` and, with
 ``--reclaim``, the store's :meth:`~swarmstate.BaseStore.reclaim`. A dry run
 opens the store read-only (as every other command does), so it cannot
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 
 from swarmstate._cli.source import open_store, open_writable
 
-__all__ = ["PROGRESS_AFTER", "Progress", "decide_dry_run", "parse_duration", "prune"]
+__all__ = ["PROGRESS_AFTER", "Progress", "parse_duration", "prune"]
 
 PROGRESS_AFTER = 1.0
 """Seconds a run lasts before its progress line appears (short runs print none)."""
@@ -39,20 +40,6 @@ def parse_duration(text: str) -> float:
     if seconds > _LONGEST:
         raise argparse.ArgumentTypeError(f"expected at most 100 years (36500d), got {text!r}")
     return seconds
-
-
-def decide_dry_run(args: argparse.Namespace, stdin: TextIO, stderr: TextIO) -> tuple[bool, bool]:
-    """Whether to run dry, and whether that was chosen for the user (no flag, a terminal).
-
-    ``--dry-run`` and ``--yes`` decide. Without either, someone at a
-    terminal (stdin or stderr is one) gets a dry run and the command to
-    really run it; a script, cron job or pipe (neither is a terminal) gets
-    the real run, as it asked for nothing else.
-    """
-    if args.dry_run or args.yes:
-        return bool(args.dry_run), False
-    interactive = stdin.isatty() or stderr.isatty()
-    return interactive, interactive
 
 
 class Progress:

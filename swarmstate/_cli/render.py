@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
+from swarmstate._cli.values import CUT, message_text, short, value_change
+
 __all__ = [
+    "plural",
     "render_check",
     "render_diff",
     "render_history",
@@ -76,46 +78,69 @@ def _shown(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 entry``, ``2 entries``, ``0 namespaces``: a count with its noun."""
+    if count == 1:
+        return f"{count:,} {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return f"{count:,} {noun[:-1]}ies"
+    return f"{count:,} {noun}s"
+
+
 def render_threads(doc: dict[str, Any]) -> str:
-    if not doc["threads"]:
-        return "no LangGraph threads in this store"
+    total, offset, shown = doc["total"], doc["offset"], len(doc["threads"])
+    if not shown:
+        if total == 0:
+            return "no LangGraph threads in this store"
+        return f"no threads at --offset {offset:,}: the store has {plural(total, 'thread')}"
     rows = []
     for t in doc["threads"]:
         names = [_ns(ns) for ns in t["namespaces"]]
-        shown = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+        listed = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
         rows.append(
             [
                 _shown(t["thread_id"]),
                 t["checkpoints"],
-                shown,
+                listed,
                 _when(t["last_activity"]),
-                t["stored_bytes"],
+                t["value_bytes"],
             ]
         )
-    headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "STORED BYTES"]
-    return table(headers, rows)
+    headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "VALUE BYTES"]
+    lines = [table(headers, rows)]
+    last = offset + shown
+    summary = f"threads {offset + 1:,}-{last:,} of {total:,}, newest activity first"
+    if last < total:
+        summary += f" (next page: --offset {last})"
+    lines.append(summary)
+    return "\n".join(lines)
 
 
 def render_history(doc: dict[str, Any]) -> str:
     rows = doc["checkpoints"]
     with_ns = any(r["checkpoint_ns"] for r in rows)
-    headers = ["CHECKPOINT", *(["NAMESPACE"] if with_ns else []), "STEP", "SOURCE", "NODES"]
-    headers += ["PARENT", "BYTES", "WRITES", "TIME (UTC)"]
+    forked = any(r["branch"] for r in rows)
+    headers = ["CHECKPOINT", *(["NAMESPACE"] if with_ns else []), *(["BRANCH"] if forked else [])]
+    headers += ["STEP", "SOURCE", "NODES", "PARENT", "BYTES", "WRITES", "TIME (UTC)"]
     body = [
         [
             r["checkpoint_id"],
             *([_ns(r["checkpoint_ns"])] if with_ns else []),
+            *([r["branch"]] if forked else []),
             r["step"],
             r["source"],
             ",".join(r["nodes"]) or None,
             _tail(r["parent_id"]),
             r["bytes"],
-            r["pending_writes"],
+            r["pending_write_count"],
             _when(r["ts"]),
         ]
         for r in rows
     ]
-    return f"thread {_shown(doc['thread_id'])}, newest first\n" + table(headers, body)
+    title = f"thread {_shown(doc['thread_id'])}, newest first"
+    if forked:
+        title += "; BRANCH 0 leads to the newest checkpoint, other numbers are forks"
+    return title + "\n" + table(headers, body)
 
 
 def render_show(doc: dict[str, Any]) -> str:
@@ -124,14 +149,20 @@ def render_show(doc: dict[str, Any]) -> str:
         f"namespace {_ns(doc['checkpoint_ns'])}",
         f"step {doc['step']}  source {doc['source']}  "
         f"nodes {','.join(doc['nodes']) or '-'}  parent {doc['parent_id'] or '-'}  {doc['ts']}",
-        f"metadata {json.dumps(doc['metadata'], default=str, ensure_ascii=False)}",
-        "",
+        f"next {', '.join(doc['next']) or '- (nothing left to run)'}",
+        f"metadata {short(json.dumps(doc['metadata'], default=str, ensure_ascii=False), 200)}",
     ]
+    for found in doc["interrupts"]:
+        lines.append(f"interrupt (task {found['task_id']}): {short(found['value'], 200)}")
+    lines.append("")
     rows: list[list[object]] = []
     for ch in doc["channels"]:
-        rows.append([ch["name"], ch["type"], ch["bytes"], ch["summary"]])
+        summary = ch["summary"]
+        if ch["delta"] is not None:
+            summary = f"{summary}  [{_delta(ch['delta'])}]"
+        rows.append([ch["name"], ch["type"], ch["bytes"], summary])
         for m in ch["last_messages"]:
-            rows.append(["", "", "", f"  {m['type']}: {m['content']}"])
+            rows.append(["", "", "", f"  {message_text(m)}"])
     lines.append(table(["CHANNEL", "TYPE", "BYTES", "SUMMARY"], rows) if rows else "no channels")
     writes = doc["pending_writes"]
     lines.append("")
@@ -140,7 +171,24 @@ def render_show(doc: dict[str, Any]) -> str:
         lines.append(table(["PENDING WRITE (TASK)", "CHANNEL", "BYTES", "SUMMARY"], body))
     else:
         lines.append("no pending writes")
-    return "\n".join(lines)
+    return _with_cut_note("\n".join(lines))
+
+
+def _delta(delta: dict[str, Any]) -> str:
+    """How a DeltaChannel's value was read, in words."""
+    if delta["writes"] == 0:
+        return "DeltaChannel: snapshot" if delta["snapshot"] else "DeltaChannel: empty"
+    start = "snapshot" if delta["snapshot"] else "empty"
+    writes = f"{delta['writes']:,} write{'' if delta['writes'] == 1 else 's'}"
+    if delta["reducer"] is None:
+        return f"DeltaChannel: {start}, {writes} not folded (the graph's reducer is unknown)"
+    return f"DeltaChannel: {start} + {writes} by {delta['reducer']}"
+
+
+def _with_cut_note(text: str) -> str:
+    if CUT in text:
+        text += f"\n({CUT} marks a value cut to fit; --json prints every value whole)"
+    return text
 
 
 def render_diff(doc: dict[str, Any]) -> str:
@@ -153,28 +201,35 @@ def render_diff(doc: dict[str, Any]) -> str:
     channels = doc["channels"]
     for what in ("added", "removed", "changed"):
         lines.append(f"channels {what}: {', '.join(channels[what]) or '-'}")
+    for name, change in doc["values"].items():
+        if name in channels["added"]:
+            lines.append(f"  {name} = {short(change['new'], 120)}")
+        elif name in channels["removed"]:
+            lines.append(f"  {name} was {short(change['old'], 120)}")
+        else:
+            lines.append(f"  {name}: {value_change(change['old'], change['new'])}")
     for name, change in doc["messages"].items():
         counts = ", ".join(f"{len(change[k])} {k}" for k in ("added", "removed", "changed"))
         lines.append(f"messages in {name}: {counts}")
         for k, mark in (("added", "+"), ("removed", "-"), ("changed", "~")):
-            lines += [f"  {mark} {m['type']}: {m['content']}" for m in change[k]]
-    return "\n".join(lines)
+            lines += [f"  {mark} {message_text(m)}" for m in change[k]]
+    return _with_cut_note("\n".join(lines))
 
 
 def render_inspect(doc: dict[str, Any], target: str) -> str:
     lines = [
-        f"{target}: {doc['entries']:,} entries in {doc['namespace_count']:,} namespaces",
+        f"{target}: {plural(doc['entries'], 'entry')} in "
+        f"{plural(doc['namespace_count'], 'namespace')}",
         *(f"  {n['namespace']!r}: {n['entries']:,}" for n in doc["namespaces"]),
     ]
     more = doc["namespace_count"] - len(doc["namespaces"])
     if more > 0:
         lines.append(f"  ... {more:,} more (use --limit)")
-    lines.append(f"{doc['snapshot_count']} snapshot(s)")
+    lines.append(plural(doc["snapshot_count"], "snapshot"))
     for s in doc["snapshots"]:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["timestamp"]))
         lines.append(
-            f"  #{s['id']} parent={s['parent']} {when} entries={s['entries']:,} "
-            f"bytes={s['bytes']:,}"
+            f"  #{s['id']} parent={s['parent']} {_when(s['timestamp'])} UTC "
+            f"entries={s['entries']:,} bytes={s['bytes']:,}"
         )
     return "\n".join(lines)
 
@@ -206,7 +261,7 @@ def render_prune(doc: dict[str, Any], path: str) -> str:
         ["threads deleted", doc["threads_deleted"]],
         ["checkpoints deleted", doc["checkpoints_deleted"]],
         ["pending writes deleted", doc["writes_deleted"]],
-        ["bytes freed in the store", doc["bytes_freed"]],
+        ["store bytes freed, keys and overhead included", doc["bytes_freed"]],
     ]
     reclaimed = doc["reclaim"]
     if reclaimed is not None:

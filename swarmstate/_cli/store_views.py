@@ -6,6 +6,7 @@ adds SQLite's own integrity check on a DiskStore file.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from swarmstate._base import BaseStore
@@ -29,13 +30,18 @@ def inspect_view(store: BaseStore, limit: int) -> dict[str, Any]:
             {
                 "id": snap.id,
                 "parent": snap.parent,
-                "timestamp": snap.timestamp,
+                "timestamp": _iso(snap.timestamp),
                 "entries": snap.count,
                 "bytes": snap.size_bytes,
             }
             for snap in snaps[-limit:]
         ],
     }
+
+
+def _iso(epoch: float) -> str:
+    """Seconds since the epoch as ISO 8601 in UTC, as LangGraph writes a checkpoint's ``ts``."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).isoformat()
 
 
 def check_view(store: BaseStore) -> dict[str, Any]:
