@@ -55,26 +55,17 @@ def threads_by_activity(
 
     Returns ``(page, total)``: at most ``limit`` threads after skipping
     ``offset``, each with the ``ts`` of its newest checkpoint (every
-    namespace), newest first (ties by thread id; threads without a
-    checkpoint last), and the number of threads in the store.
-
-    Reads the newest checkpoint of every thread (``list_threads``, then
-    ``list(limit=1)`` per thread), so it costs the number of threads, not
-    the page: the one call to replace when the saver can list threads by
-    last activity itself.
+    namespace), newest first. Read through the saver's activity index
+    (``recent_threads``) and thread count: it costs the page, not the number
+    of threads.
     """
-    found = []
-    for thread_id in saver.list_threads():
-        latest = next(iter(saver.list(C.config(thread_id), limit=1)), None)
-        found.append(ThreadActivity(thread_id, None if latest is None else latest.checkpoint["ts"]))
-    oldest = datetime.datetime.min.replace(tzinfo=datetime.UTC)
-    found.sort(key=lambda t: t.thread_id)
-    found.sort(
-        key=lambda t: (t.last_activity is not None, oldest if t.last_activity is None
-                       else _moment(t.last_activity)),
-        reverse=True,
-    )  # fmt: skip
-    return found[offset : offset + limit], len(found)
+    page = []
+    for found in saver.recent_threads(limit=limit, offset=offset):
+        # Its newest checkpoint, in whichever namespace it is.
+        latest = next(iter(saver.list(C.config(found.thread_id, None, found.checkpoint_id))), None)
+        ts = None if latest is None else latest.checkpoint.get("ts")
+        page.append(ThreadActivity(found.thread_id, ts if isinstance(ts, str) else None))
+    return page, saver.thread_count()
 
 
 def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, Any]:
