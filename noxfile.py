@@ -46,6 +46,14 @@ def langgraph_suite(session: nox.Session) -> None:
         session.run("python", "-m", "pytest", *args, env=env)
 
 
+@nox.session(python="3.11", default=False)
+def agent_server(session: nox.Session) -> None:
+    """Run examples/agent_server on the LangGraph Agent Server against its built-in checkpointer."""
+    install_test_tooling(session)
+    session.install("langgraph-cli[inmem]>=0.4", "langgraph-api>=0.16", "langgraph-sdk>=0.4")
+    session.run("pytest", "tests/agent_server", "-m", "agent_server", *session.posargs)
+
+
 @nox.session(python=PYTHONS, default=False)
 def matrix(session: nox.Session) -> None:
     """Run the test suite on every supported Python (each python3.X must be on PATH)."""

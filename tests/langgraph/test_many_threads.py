@@ -43,8 +43,11 @@ def cfg(thread_id: str, **extra: Any) -> Any:
 def _scanned(saver: SwarmStateSaver) -> list[tuple[str, str, str]]:
     """Every checkpoint newest first, read thread by thread (no store-wide index)."""
     rows = [
-        (t.checkpoint["id"], t.config["configurable"]["thread_id"],
-         t.config["configurable"]["checkpoint_ns"])
+        (
+            t.checkpoint["id"],
+            t.config["configurable"]["thread_id"],
+            t.config["configurable"]["checkpoint_ns"],
+        )
         for thread in saver.list_threads()
         for t in saver.list(cfg(thread))
     ]
@@ -53,8 +56,11 @@ def _scanned(saver: SwarmStateSaver) -> list[tuple[str, str, str]]:
 
 def _listed(saver: SwarmStateSaver, **options: Any) -> list[tuple[str, str, str]]:
     return [
-        (t.checkpoint["id"], t.config["configurable"]["thread_id"],
-         t.config["configurable"]["checkpoint_ns"])
+        (
+            t.checkpoint["id"],
+            t.config["configurable"]["thread_id"],
+            t.config["configurable"]["checkpoint_ns"],
+        )
         for t in saver.list(None, **options)
     ]
 
@@ -161,7 +167,7 @@ def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_
     _graph(reader).invoke({"log": []}, cfg("r"), durability="sync")  # the first put indexes
     assert len(store.keys(K.INDEX)) == len(expected) + 4
     assert _listed(SwarmStateSaver(store)) == _scanned(reader)
-    assert [row.thread_id for row in SwarmStateSaver(store).recent_threads()][0] == "r"
+    assert SwarmStateSaver(store).recent_threads(limit=1)[0].thread_id == "r"
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])

@@ -46,7 +46,7 @@ import msgpack
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import CorruptDataError, SwarmStateError
 
-__all__ = ["Decoded", "decode", "encode", "head"]
+__all__ = ["Decoded", "decode", "encode", "head", "with_metadata"]
 
 _SERDE_WHOLE: int = 0x94  # fixarray of 4: the serializer's document, values inside
 _SERDE: int = 0x95  # fixarray of 5: the serializer's document, values beside
@@ -178,6 +178,46 @@ def _serde_head(serde: Any, data: bytes) -> tuple[Any, str | None, str | None]:
     if type(metadata) is not dict:
         raise CorruptDataError(f"its metadata is a {type(metadata).__name__}, not a dict")
     return metadata, parent_id, run_id
+
+
+def with_metadata(serde: Any, data: bytes, metadata: dict[str, Any]) -> bytes:
+    """Stored bytes of the same checkpoint under other metadata, in the same layout.
+
+    Only the metadata is encoded again; the rest keeps its bytes. The
+    checkpoint (in the two earlier layouts, with its channel values) is
+    never decoded, so nothing in it is rewritten: not even a value the
+    serializer would not revive. When ``serde`` writes the metadata in a
+    format other than msgpack, a serializer document becomes typed pairs,
+    its checkpoint the msgpack it was.
+    """
+    with _reading(data):
+        first = data[0]
+        if first in (_SERDE_WHOLE, _SERDE):
+            kind, packed = serde.dumps_typed(metadata)
+            ends = _element_ends(data)
+            if kind == "msgpack":
+                return data[:1] + bytes(packed) + data[ends[0] :]
+            parent_id = loads(data[ends[0] : ends[1]])
+            run_id = loads(data[ends[1] : ends[2]])
+            checkpoint = data[ends[2] : ends[3]]
+            forms = [loads(data[ends[3] : ends[4]])] if first == _SERDE else []
+            return dumps(["msgpack", checkpoint, kind, bytes(packed), parent_id, run_id, *forms])
+        entry = _typed(data)
+        kind, packed = serde.dumps_typed(metadata)
+        entry[2:4] = [kind, bytes(packed)]
+        return dumps(entry)
+
+
+def _element_ends(data: bytes) -> list[int]:
+    """Where each element of the msgpack array ``data`` ends, without decoding any."""
+    unpacker = msgpack.Unpacker(
+        io.BytesIO(data), read_size=_PAGE, max_buffer_size=max(len(data), _PAGE)
+    )
+    ends = []
+    for _ in range(unpacker.read_array_header()):
+        unpacker.skip()
+        ends.append(unpacker.tell())
+    return ends
 
 
 def _metadata(serde: Any, entry: list[Any]) -> Any:

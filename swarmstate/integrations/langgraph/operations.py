@@ -218,18 +218,22 @@ class ThreadMethods(AsyncMethods):
         The whole parent chain is copied, so delta channels stay rebuildable,
         and the copy shares nothing with the source: deleting one leaves the
         other whole. Entries already in the target under the same keys are
-        replaced.
+        replaced. As in the Agent Server's own copy, a checkpoint whose
+        ``metadata["thread_id"]`` is the source's id gets the target's, and
+        :meth:`delete_for_runs` of the source's runs leaves the copy alone.
         """
+        source = C.thread_id_of({"thread_id": source_thread_id})
         target = C.thread_id_of({"thread_id": target_thread_id})
-        T.copy_thread(self.store, C.thread_id_of({"thread_id": source_thread_id}), target)
+        T.copy_thread(self.store, self.serde, source, target)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.
 
         A run index (from ``metadata["run_id"]``: one entry per run and thread
         namespace it wrote to) says where to look, so the cost follows the
-        threads the runs wrote to, not the size of the store. Copies made by
-        :meth:`copy_thread` carry the run id and are removed too. Values and
+        threads the runs wrote to, not the size of the store. A copy made by
+        :meth:`copy_thread` was written by no run: it keeps the checkpoints
+        it copied, as the Agent Server's built-in checkpointer does. Values and
         list segments that no remaining checkpoint references go with them.
         The index entries stay (a run still writing may add checkpoints
         there); they go with their thread.

@@ -120,33 +120,68 @@ def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
     catalog.forget_thread(store, thread_id, entries)
 
 
-def copy_thread(store: BaseStore, source: str, target: str) -> None:
-    """Copy one thread, chunks included, to another thread id."""
+def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
+    """Copy one thread, chunks included, to another thread id.
+
+    The copy is a thread of its own, as the Agent Server's own copy is: its
+    checkpoints' ``metadata["thread_id"]`` names the target where it named
+    the source, and no run is indexed as having written it (the source's
+    runs did not), so :func:`delete_for_runs` of those runs leaves it whole.
+    It is in the store-wide indexes as the source is (:mod:`.catalog`).
+    """
     if source == target:
         return
-    index = [
-        (ns, K.run_key(target, K.parse_run_key(key)[1]), None)
-        for ns, key in run_index_pairs(store, source)
-    ]
-    # Index first: an entry whose checkpoint is missing is harmless, the reverse is not.
-    if index:
-        store.set_many(index)
     entries = catalog.thread_entries(store, source)
-    rows = [
-        (
-            K.INDEX,
-            K.index_key(*K.parse_index_key(key)[:1], target, K.parse_index_key(key)[2]),
-            catalog.NIL,
-        )
-        for _, key in entries
-    ]
-    if entries:
-        newest = max(K.parse_index_key(key)[0] for _, key in entries)
-        ensure = catalog.activity_entries(target, catalog.period_of(newest))
+    seen = _runs_seen(store, target)
+    store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
+    copied = _runs_seen(store, target) - seen  # the source's runs, which never wrote here
+    if copied:
+        delete_pairs(store, sorted(copied))
+    _retag(store, serde, source, target)
+    rows = []
+    for _, key in entries:
+        checkpoint_id, _, checkpoint_ns = K.parse_index_key(key)
+        rows.append(catalog.index_entry(checkpoint_id, target, checkpoint_ns))
+    if rows:
         for start in range(0, len(rows), _BATCH):
             store.set_many(rows[start : start + _BATCH], raw=True)
-        store.set_many([], ensure=ensure, raw=True)
-    store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
+        newest = max(K.parse_index_key(key)[0] for _, key in entries)
+        store.set_many(
+            [], ensure=catalog.activity_entries(target, catalog.period_of(newest)), raw=True
+        )
+
+
+def _runs_seen(store: BaseStore, thread_id: str) -> set[tuple[str, str]]:
+    """The thread's "runs seen" entries, as ``(namespace, key)`` pairs."""
+    return {
+        (namespace, key)
+        for namespace in store.namespaces(K.thread_prefix(thread_id))
+        if K.parse_runs_seen(namespace) is not None
+        for key in store.keys(namespace)
+    }
+
+
+def _retag(store: BaseStore, serde: Any, source: str, target: str) -> None:
+    """Rewrite ``metadata["thread_id"]`` from ``source`` to ``target`` in the target's checkpoints.
+
+    Only the metadata is encoded again (:func:`.entry.with_metadata`).
+    """
+    for namespace in store.namespaces(K.thread_prefix(target)):
+        if K.parse_scope(namespace) is None:
+            continue
+        batch: list[tuple[str, str, Any]] = []
+        for key, entry in scan(store, namespace):
+            if key[-1] != K.CHECKPOINT:
+                continue
+            metadata = E.head(serde, entry)[0]
+            if metadata.get("thread_id") == source:
+                retagged = E.with_metadata(serde, entry, {**metadata, "thread_id": target})
+                batch.append((namespace, key, retagged))
+            if len(batch) == _BATCH:
+                store.set_many(batch, raw=True)
+                batch = []
+        if batch:
+            store.set_many(batch, raw=True)
 
 
 def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[str]) -> None:
