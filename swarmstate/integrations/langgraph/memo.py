@@ -256,9 +256,10 @@ class Memo:
         missed): serialize the list whole then.
         """
         if (
-            not isinstance(serde, JsonPlusSerializer)
+            len(items) < _MIN_ITEMS
+            or self._classes.get(type(items[-1])) is False  # dicts and the like: at once
+            or not isinstance(serde, JsonPlusSerializer)
             or type(serde).dumps_typed is not JsonPlusSerializer.dumps_typed
-            or len(items) < _MIN_ITEMS
             or not self._bytes.budget
         ):
             return None

@@ -461,7 +461,7 @@ class SwarmStateSaver(ThreadMethods):
             lenders=built.lenders,
         )
         self._indexed = True
-        self._values.cache(thread_id, checkpoint_ns, (namespace, entry_key), built)
+        self._values.cache(built)
         self._values.remember(
             thread_id,
             checkpoint_ns,

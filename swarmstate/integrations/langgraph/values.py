@@ -52,7 +52,6 @@ it (then it stores every value anew, or the thread's tombstone refuses it).
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, NamedTuple
@@ -92,7 +91,6 @@ CHUNKS: Final = 3
 INLINE_MAX: Final = 128
 """A value whose serialized bytes are at most this long rides in the checkpoint entry."""
 _HEADS_MAX: Final = 8192
-_FORMS_MAX: Final = 32768
 _VERSION_TYPES: Final = (str, int, float)
 _PACKED: Final = 1
 """The tag of a chunk stored compressed: ``[1, packed, size]``."""
@@ -172,10 +170,6 @@ class Values:
         )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
-        # (thread, namespace, channel, version) -> (lender, form): forms this saver
-        # wrote, for a put naming a version its parent does not hold (a fork by copy).
-        self._forms: OrderedDict[tuple[str, str, str, Any], tuple[Pair, list[Any]]] = OrderedDict()
-        self._lock = threading.Lock()
         # The serializer known to write None as ("null", b"") (LangGraph's, whose
         # dumps_typed returns that for None first thing): a None of its is stored
         # as that without a call. None: always call.
@@ -343,20 +337,10 @@ class Values:
     ) -> None:
         """Forms of channel versions that neither ``new_versions`` nor the parent holds.
 
-        Looked up where the namespace stored them: first among the forms this
-        saver wrote, then in the namespace's entries, newest first. A version
-        found nowhere has no value (as in the reference saver).
+        Looked up where the namespace stored them: in its entries, newest
+        first (a ``__copy__`` fork copies a recent checkpoint, so the search is
+        short). A version found nowhere has no value (as in the reference saver).
         """
-        for channel, version in list(missing.items()):
-            found = self._forms.get((thread_id, checkpoint_ns, channel, version))
-            if found is not None:
-                lender, form = found
-                forms[channel] = form
-                if form[0] == CHUNKS:
-                    lenders.add(lender)
-                del missing[channel]
-        if not missing:
-            return
         namespace = K.scope(thread_id, checkpoint_ns)
         for key, data in scan(self.store, namespace, reverse=True):
             if key[-1] != K.CHECKPOINT:
@@ -383,18 +367,12 @@ class Values:
                 return dumps([_PACKED, packed, len(chunk)])
         return ormsgpack.packb(chunk)
 
-    def cache(self, thread_id: str, checkpoint_ns: str, entry_pair: Pair, built: Built) -> None:
+    def cache(self, built: Built) -> None:
         """Remember what a put wrote, once its batch is in the store."""
-        for channel, fid, version, made, contents in built.written:
+        for _, fid, _, made, contents in built.written:
             self.versions.put(fid, made)
             if contents is not None:
                 self._contents.put(fid, contents)
-            form = built.forms[channel]
-            forms_key = (thread_id, checkpoint_ns, channel, version)
-            with self._lock:
-                self._forms[forms_key] = (entry_pair, form)
-                if len(self._forms) > _FORMS_MAX:
-                    self._forms.popitem(last=False)
 
     # -- reads -----------------------------------------------------------------
 
