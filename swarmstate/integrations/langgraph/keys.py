@@ -20,6 +20,7 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     langgraph:i                                O(checkpoint id) F(thread) F(ns) checkpoint index
     langgraph:a                                period F(thread)                 thread activity
     langgraph:n                                F(thread)                        thread registry
+    langgraph:y                                F(module) F(class name)          types written
     langgraph:m                                name                             saver metadata
 
 and, written by earlier releases and still read (:mod:`.legacy`)::
@@ -90,6 +91,7 @@ __all__ = [
     "RUNS",
     "SEGMENTS",
     "THREADS",
+    "TYPES",
     "VALUES",
     "WRITE",
     "activity_key",
@@ -129,6 +131,8 @@ ACTIVITY: Final = ROOT + "a"
 """The periods each thread was written in: ``period F(thread)`` (:mod:`.catalog`)."""
 REGISTRY: Final = ROOT + "n"
 """Every thread once: ``F(thread)``."""
+TYPES: Final = ROOT + "y"
+"""The classes the graphs wrote as LangGraph object extensions: ``F(module) F(name)``."""
 META: Final = ROOT + "m"
 """What the saver records about the store's data (which indexes are complete)."""
 PERIOD_DIGITS: Final = 8

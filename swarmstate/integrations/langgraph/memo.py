@@ -180,6 +180,8 @@ class Contents(NamedTuple):
     fields: bytes
     extras: bytes
     starts: array[int]
+    kinds: frozenset[type]
+    """The classes, each once."""
 
     def cost(self) -> int:
         """Bytes it holds, roughly: what a cache of them counts."""
@@ -264,8 +266,9 @@ class Memo:
         ):
             return None
         classes = tuple(map(type, items))
+        kinds = frozenset(classes)
         eligibility = self._classes
-        for cls in set(classes):
+        for cls in kinds:
             eligible = eligibility.get(cls)
             if eligible is None:
                 eligible = eligibility[cls] = _eligible(cls)
@@ -310,4 +313,4 @@ class Memo:
         joined += filled
         # accumulate() yields the start it is given first: the last one, popped.
         starts.extend(accumulate(map(len, filled), initial=starts.pop()))
-        return b"".join(joined), Contents(classes, fields, extras, starts)
+        return b"".join(joined), Contents(classes, fields, extras, starts, kinds)

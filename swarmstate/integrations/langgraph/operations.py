@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory
@@ -23,6 +23,7 @@ from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import reads as R
 from swarmstate.integrations.langgraph import threads as T
 from swarmstate.integrations.langgraph.aio import AsyncMethods
+from swarmstate.integrations.langgraph.allowlist import Allowlist, reading
 from swarmstate.integrations.langgraph.guard import Guards, made_at, seconds_of
 from swarmstate.integrations.langgraph.pause import collector_held
 from swarmstate.integrations.langgraph.retention import (
@@ -55,6 +56,10 @@ class ThreadMethods(AsyncMethods):
     _values: Values
     _retainer: Retainer
     _guards: Guards
+    _allowlist: Allowlist
+
+    def _reader(self) -> Any:
+        raise NotImplementedError  # the saver implements it
 
     def claim(self, thread_id: str, *, ttl: datetime.timedelta | float = 300.0) -> int:
         """Claim a thread for one worker: a fencing token for its runs' writes.
@@ -187,7 +192,7 @@ class ThreadMethods(AsyncMethods):
                 for checkpoint_id, entry, writes in R.groups(self.store.items, namespace, None, 64):
                     try:
                         row = R.decode(
-                            self.serde,
+                            self._reader(),
                             fresh,
                             thread_id,
                             checkpoint_ns,
@@ -196,7 +201,7 @@ class ThreadMethods(AsyncMethods):
                             writes,
                         )
                         if row is not None:
-                            R.complete(self.serde, fresh, [row])
+                            R.complete(self._reader(), fresh, [row])
                     except CorruptDataError as exc:
                         problems.append(
                             {
@@ -362,11 +367,11 @@ class ThreadMethods(AsyncMethods):
         many new objects and no garbage.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
-        with collector_held():
+        with collector_held(), reading(self._allowlist):
             return H.delta_history(
                 self.store,
                 self._values,
-                self.serde,
+                self._reader(),
                 thread_id,
                 checkpoint_ns,
                 conf.get("checkpoint_id") or None,

@@ -64,6 +64,7 @@ try:
     from swarmstate.integrations.langgraph import entry as E
     from swarmstate.integrations.langgraph import guard as G
     from swarmstate.integrations.langgraph import reads as R
+    from swarmstate.integrations.langgraph.allowlist import Allowlist, ext_types, reading
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
@@ -106,12 +107,19 @@ class _StrictSerializer(JsonPlusSerializer):
         return super().loads_typed(data)
 
 
-def strict_serializer() -> JsonPlusSerializer:
+def strict_serializer(allow: Sequence[type | tuple[str, str]] = ()) -> JsonPlusSerializer:
     """LangGraph's serializer that revives only allowlisted types and never unpickles.
+
+    Args:
+        allow: More types to revive: classes, or ``(module, class name)``
+            pairs. (The saver also allows every type the graphs write through
+            it; this is for types read before any is written, by a process
+            that writes none, say.)
 
     Values stored in the older ``"json"`` format are returned as plain data.
     """
-    return _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+    serde = _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+    return serde.with_msgpack_allowlist(allow) if allow else serde
 
 
 class SwarmStateSaver(ThreadMethods):
@@ -185,6 +193,7 @@ class SwarmStateSaver(ThreadMethods):
         plain = type(self.serde).dumps_typed is JsonPlusSerializer.dumps_typed
         self._values = Values(self.store, cache_bytes, compress, self.serde if plain else None)
         self._retainer = Retainer(self.store, self._values)
+        self._allowlist = Allowlist(self.store)
         self._guards = Guards(self.store)
         self.retention = retention
         # Store names derived from ids (pure functions of them, so never stale),
@@ -449,6 +458,9 @@ class SwarmStateSaver(ThreadMethods):
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
+        learned = self._allowlist.new(built.types) if built.types else ()
+        if learned:
+            index += self._allowlist.rows(learned)
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
         # the thread's claim, if any, is checked (guard).
         self._guards.write(
@@ -460,6 +472,8 @@ class SwarmStateSaver(ThreadMethods):
             raw=True,
             lenders=built.lenders,
         )
+        if learned:
+            self._allowlist.add(learned)
         self._indexed = True
         self._values.cache(built)
         self._values.remember(
@@ -563,6 +577,7 @@ class SwarmStateSaver(ThreadMethods):
         dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
+        found: set[tuple[str, str]] = set()
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
@@ -575,18 +590,24 @@ class SwarmStateSaver(ThreadMethods):
                 else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
             (special if idx < 0 else regular).append(entry)
+            if type_ == "msgpack" and type(raw) is bytes:
+                found |= ext_types(raw)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
             existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
+        learned = self._allowlist.new(found) if found else ()
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         self._guards.write(
             thread_id,
             G.fence_of(conf),
             self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id),
             special or regular,
+            ensure=self._allowlist.rows(learned) if learned else (),
             if_absent=not special,
         )
+        if learned:
+            self._allowlist.add(learned)
 
     # -- reads -----------------------------------------------------------
 
@@ -760,12 +781,25 @@ class SwarmStateSaver(ThreadMethods):
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
     ) -> R.Found | None:
-        return R.decode(
-            self.serde, self._values, thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter
-        )
+        with reading(self._allowlist):
+            return R.decode(
+                self._reader(),
+                self._values,
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                entry,
+                writes,
+                filter,
+            )
 
     def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
-        return R.complete(self.serde, self._values, batch)
+        with reading(self._allowlist):
+            return R.complete(self._reader(), self._values, batch)
+
+    def _reader(self) -> SerializerProtocol:
+        """The serializer for reads: ``serde``, allowing the types the graphs wrote too."""
+        return self._allowlist.reader(self.serde)  # type: ignore[no-any-return]
 
     def _one(self, found: R.Found | None) -> CheckpointTuple | None:
         if found is None:
