@@ -885,3 +885,13 @@ async def test_async_with_closes_the_store_it_opened(tmp_path: Path) -> None:
         assert out["steps"] == ["a", "b", "c"]
     with pytest.raises(ss.StoreClosedError):
         saver.store.get("x", "y")
+
+
+def test_a_path_where_a_store_belongs_gets_the_line_that_opens_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "state.db")
+    for wrong in (path, tmp_path / "state.db"):
+        with pytest.raises(ss.InvalidArgumentError, match=r"DiskStore\(.*from_conn_string"):
+            SwarmStateSaver(wrong)  # type: ignore[arg-type]
+    with pytest.raises(ss.InvalidArgumentError, match="got dict"):
+        SwarmStateSaver({"path": path})  # type: ignore[arg-type]
+    assert not (tmp_path / "state.db").exists()

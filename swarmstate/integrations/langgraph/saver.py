@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -169,9 +170,15 @@ class SwarmStateSaver(ThreadMethods):
         compress: bool | None = None,
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
+            hint = ""
+            if isinstance(store, (str, os.PathLike)):
+                hint = (
+                    f"; for a file, SwarmStateSaver(DiskStore({str(store)!r})) or "
+                    f"SwarmStateSaver.from_conn_string({str(store)!r}), which opens and closes it"
+                )
             raise InvalidArgumentError(
                 f"store must be a swarmstate store (Store, DiskStore, PostgresStore), "
-                f"got {type(store).__name__}"
+                f"got {type(store).__name__}{hint}"
             )
         if retention is not None and not isinstance(retention, Retention):
             raise InvalidArgumentError(
