@@ -384,7 +384,7 @@ def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver)
     assert {t.metadata["run_id"] for t in saver.list(cfg("src"))} == {"r1"}
     # The copy was written by no run: deleting r2's checkpoints leaves it whole.
     assert [t.checkpoint["id"] for t in saver.list(cfg("dst"))] == src_ids[:3]
-    saver.prune(["src"], strategy="delete")
+    saver.prune(["src"], strategy="delete_all")  # the Agent Server's name for "delete"
     assert [t.config["configurable"]["thread_id"] for t in saver.list(None)] == ["dst"] * 3
     assert saver.store.namespaces(K.RUNS) == []  # src's run index went with it; dst has none
     saver.delete_thread("dst")

@@ -260,18 +260,21 @@ class ThreadMethods(AsyncMethods):
         Args:
             thread_ids: Threads to prune; unknown ids are ignored.
             strategy: ``"keep_latest"`` keeps the newest checkpoint of each
-                namespace with its pending writes; ``"delete"`` removes the
-                threads entirely.
+                namespace with its pending writes; ``"delete"`` (or
+                ``"delete_all"``, the name the Agent Server passes) removes
+                the threads entirely.
             keep_last: swarmstate extension: keep the newest ``keep_last``
                 checkpoints of each namespace instead of one.
 
         The ancestors a LangGraph ``DeltaChannel`` rebuilds its value from are
         kept too (see :meth:`retain`).
         """
-        if strategy not in ("keep_latest", "delete"):
+        if strategy not in ("keep_latest", "delete", "delete_all"):
             raise InvalidArgumentError(
                 f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
             )
+        if strategy == "delete_all":
+            strategy = "delete"
         if keep_last is not None:
             if type(keep_last) is not int or keep_last < 1:
                 raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
