@@ -16,7 +16,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from swarmstate._codec import loads
-from swarmstate._snapshot import Diff, Snapshot, sorted_diff
+from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
 from swarmstate.backends import _pg_migrations as m
 from swarmstate.backends._pg_conn import psycopg, tuple_row
 from swarmstate.backends._pg_names import dec
@@ -55,7 +55,7 @@ def restore(store: PostgresStore, snapshot: Snapshot) -> None:
     if not rows:  # from version 6: not a snapshot this schema took
         _check_live(store, snapshot)
     if rows[0][0] is None:
-        raise store._evicted(snapshot)
+        raise evicted(snapshot, store.max_history)
 
 
 def listed(store: PostgresStore) -> list[Snapshot]:
@@ -135,6 +135,6 @@ def _check_live(store: PostgresStore, *snaps: Snapshot) -> None:
     for snap in snaps:
         retained, same_token = store._fetch("IS_LIVE", _params(snap))[0]
         if not retained:
-            raise store._evicted(snap)
+            raise evicted(snap, store.max_history)
         if not same_token:
-            raise store._foreign(snap)
+            raise foreign(snap)

@@ -22,7 +22,7 @@ from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
-from swarmstate._snapshot import Diff, Snapshot, sorted_diff
+from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
 from swarmstate.backends import _disk_process as process
 from swarmstate.backends import _sqlite as sql
 from swarmstate.backends import _sqlite_open as opening
@@ -396,9 +396,9 @@ class DiskStore(Connections, BaseStore):
         """
         row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
         if row is None:
-            raise self._evicted(snapshot)
+            raise evicted(snapshot, self.max_history)
         if row[1] != snapshot._token:
-            raise self._foreign(snapshot)
+            raise foreign(snapshot)
         return int(row[0])
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
