@@ -233,10 +233,10 @@ def saver_rows(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Checkpointer rows on LangGraph's recorded call pattern (needs the ``langgraph`` extra).
 
-    See :func:`swarmstate._bench_savers.saver_rows`; imported only when called,
+    See :func:`swarmstate._bench.savers.saver_rows`; imported only when called,
     so this module still loads without LangGraph.
     """
-    from swarmstate._bench_savers import saver_rows as measure
+    from swarmstate._bench.savers import saver_rows as measure
 
     return measure(tmp, calls=calls, lengths=lengths, rounds=rounds, seed=seed)
 
