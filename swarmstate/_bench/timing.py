@@ -1,8 +1,8 @@
-"""Measurement primitives shared by ``swarmstate benchmark`` and ``benchmarks/run.py``.
+"""Timed calls: interleaved rounds, percentiles, throughput, and seeded values to time with.
 
-Everything here is standard library plus swarmstate itself, so the command
-works on a base install with the ``disk`` extra. Timing rules, applied the
-same way to a store and to its peer:
+Standard library only, so ``swarmstate benchmark`` works on a base install
+with the ``disk`` extra. Timing rules, applied the same way to a store and
+to its peer:
 
 * per-call latency: every call is timed on its own (``perf_counter_ns``),
   warm-up calls are run first and thrown away, and the contenders of one
@@ -18,54 +18,22 @@ same way to a store and to its peer:
 from __future__ import annotations
 
 import gc
-import importlib.metadata
-import multiprocessing
-import os
-import platform
-import queue
 import random
-import resource
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 __all__ = [
     "Op",
-    "environment",
-    "footprint",
     "interleave",
     "interleave_rounds",
     "latency_stats",
     "make_values",
-    "parallel_writers",
     "round_stats",
-    "saver_rows",
     "throughput",
 ]
-
-PACKAGES = (
-    "swarmstate",
-    "ormsgpack",
-    "msgpack",
-    "pyrsistent",
-    "apsw",
-    "psycopg",
-    "psycopg-pool",
-    "langgraph",
-    "langgraph-checkpoint",
-    "langgraph-checkpoint-sqlite",
-    "langgraph-checkpoint-postgres",
-    "langchain-core",
-    "matplotlib",
-    "pytest-benchmark",
-    "psutil",
-    "tqdm",
-)
 
 
 @dataclass
@@ -226,191 +194,3 @@ def make_values(rng: random.Random, count: int, *, size: int = 64) -> list[dict[
         }
         for _ in range(count)
     ]
-
-
-def saver_rows(
-    tmp: Path, *, calls: int, lengths: list[int], rounds: int, seed: object = 7
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Checkpointer rows on LangGraph's recorded call pattern (needs the ``langgraph`` extra).
-
-    See :func:`swarmstate._bench.savers.saver_rows`; imported only when called,
-    so this module still loads without LangGraph.
-    """
-    from swarmstate._bench.savers import saver_rows as measure
-
-    return measure(tmp, calls=calls, lengths=lengths, rounds=rounds, seed=seed)
-
-
-# -- several processes on one DiskStore file --------------------------------
-
-
-def _writer_main(
-    path: str,
-    synchronous: str,
-    worker: int,
-    writes: int,
-    value: Any,
-    ready: Any,
-    go: Any,
-    results: Any,
-) -> None:
-    """One spawned writer: open the file, wait for the start signal, write, report."""
-    from swarmstate.backends.disk import DiskStore
-
-    errors = 0
-    first_error = ""
-    start = end = 0.0
-    opened = False
-    try:
-        store = DiskStore(path, synchronous=synchronous)
-        opened = True
-        ready.put(worker)
-        go.wait()
-        namespace = f"writer-{worker}"
-        start = time.monotonic()
-        for i in range(writes):
-            try:
-                store.set(namespace, f"k{i:08d}", value)
-            except Exception as exc:
-                errors += 1
-                first_error = first_error or f"write {i}: {exc!r}"
-        end = time.monotonic()
-        store.close()
-    except Exception as exc:  # reported, so the parent can say what went wrong
-        if not opened:
-            ready.put(worker)  # do not keep the parent waiting for a writer that failed
-        results.put((worker, None, None, writes, repr(exc)))
-        return
-    results.put((worker, start, end, errors, first_error))
-
-
-def parallel_writers(
-    path: Path, processes: int, writes: int, *, synchronous: str = "NORMAL", value: Any = None
-) -> dict[str, Any]:
-    """Run ``processes`` spawned writers on one DiskStore file; total writes per second.
-
-    The clock runs from the first writer's start to the last writer's end, after
-    every process has opened the store (process start-up is not counted).
-    """
-    ctx = multiprocessing.get_context("spawn")
-    ready, results = ctx.Queue(), ctx.Queue()
-    go = ctx.Event()
-    value = {"payload": "x" * 200} if value is None else value
-    procs = [
-        ctx.Process(
-            target=_writer_main,
-            args=(str(path), synchronous, w, writes, value, ready, go, results),
-        )
-        for w in range(processes)
-    ]
-    for proc in procs:
-        proc.start()
-    try:
-        for _ in procs:
-            ready.get(timeout=120)
-    except queue.Empty:
-        pass  # a writer failed to open; its result says why
-    go.set()
-    outcome = [results.get(timeout=600) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=60)
-    failures = [msg for *_, msg in outcome if msg]
-    starts = [o[1] for o in outcome if o[1] is not None]  # None: the writer never ran
-    ends = [o[2] for o in outcome if o[2] is not None]
-    errors = sum(o[3] for o in outcome)
-    wall = (max(ends) - min(starts)) if starts else float("nan")
-    total = writes * processes - errors
-    return {
-        "processes": processes,
-        "writes_per_process": writes,
-        "synchronous": synchronous,
-        "wall_s": round(wall, 4),
-        "ops_per_s": round(total / wall, 1) if wall and wall == wall else 0.0,
-        "errors": errors,
-        "failures": failures,
-    }
-
-
-# -- environment -------------------------------------------------------------
-
-
-def _version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _git_commit(where: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    if out.returncode != 0 or not commit:
-        return None
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=where,
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    ).stdout.strip()
-    return commit + ("-dirty" if dirty else "")
-
-
-def environment(settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a result depends on: interpreter, packages, platform, CPU, settings, commit."""
-    env: dict[str, Any] = {
-        "python": sys.version.split()[0],
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": platform.processor() or None,
-        "cpu_count": os.cpu_count(),
-        "packages": {name: _version(name) for name in PACKAGES},
-        "git_commit": _git_commit(Path(__file__).resolve().parent),
-        "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": dict(settings or {}),
-    }
-    if hasattr(os, "sched_getaffinity"):
-        env["cpus_usable"] = len(os.sched_getaffinity(0))
-    try:
-        import psutil  # type: ignore[import-untyped]
-
-        env["memory_total_mb"] = round(psutil.virtual_memory().total / 2**20)
-        freq = psutil.cpu_freq()
-        env["cpu_mhz"] = round(freq.current) if freq else None
-    except Exception:  # psutil is optional; missing or unsupported is fine
-        pass
-    return env
-
-
-def footprint() -> dict[str, float]:
-    """RAM and CPU used so far by this process and its finished children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    scale = 1 if sys.platform == "darwin" else 1024
-    out = {
-        "max_rss_mb": round(own.ru_maxrss * scale / 2**20, 1),
-        "children_max_rss_mb": round(kids.ru_maxrss * scale / 2**20, 1),
-        "cpu_user_s": round(own.ru_utime, 2),
-        "cpu_system_s": round(own.ru_stime, 2),
-        "children_cpu_s": round(kids.ru_utime + kids.ru_stime, 2),
-    }
-    try:
-        import psutil
-
-        out["rss_now_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
-    except Exception:  # psutil is optional
-        pass
-    return out
