@@ -24,8 +24,9 @@ import apsw
 import pytest
 
 import swarmstate as ss
-from swarmstate.backends import _sqlite, _sqlite_open
 from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.disk import opening as _sqlite_open
+from swarmstate.backends.disk import statements as _sqlite
 
 
 def raw(path: Path) -> apsw.Connection:
@@ -535,7 +536,7 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
-    from swarmstate.backends import _disk_process
+    from swarmstate.backends.disk import process as _disk_process
 
     store = DiskStore(db)
     store.set("a", "parent", 1)

@@ -20,8 +20,8 @@ import pytest
 from copies import check_a_copy_refuses_the_originals_later_snapshots
 
 import swarmstate as ss
-from swarmstate.backends import disk
 from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.disk import store as disk
 
 # Set by the first at-fork hook to run (hooks registered later run first, and
 # DiskStore's was registered when the import above ran): a fork has begun.

@@ -2,7 +2,7 @@
 
 Deleting rows leaves their pages on SQLite's freelist: the file keeps its
 size. DiskStore creates its files with ``auto_vacuum = INCREMENTAL`` (see
-:func:`swarmstate.backends._sqlite_open.use_incremental_vacuum`), so the free
+:func:`swarmstate.backends.disk.opening.use_incremental_vacuum`), so the free
 pages can be handed back a few at a time:
 
 1. ``PRAGMA incremental_vacuum(N)`` moves the last pages of the file into
@@ -33,8 +33,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from swarmstate._reclaim import ReclaimReport
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate.backends.disk import opening
+from swarmstate.backends.disk.statements import Connection, apsw
 
 if TYPE_CHECKING:
     from swarmstate.backends.disk import DiskStore

@@ -1,12 +1,12 @@
 """DiskStore: the store contract in one SQLite file (apsw, WAL), durable snapshots.
 
 Values and every row version a retained snapshot needs live in one table
-(see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
+(see :mod:`swarmstate.backends.disk.statements` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: threads
 read on connections of their own and a process writes through one
-(:mod:`swarmstate.backends._disk_conns` says why); fork and closing from
-other threads: see :mod:`swarmstate.backends._disk_process`.
+(:mod:`swarmstate.backends.disk.connections` says why); fork and closing from
+other threads: see :mod:`swarmstate.backends.disk.process`.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
-from swarmstate.backends import _disk_process as process
-from swarmstate.backends import _sqlite as sql
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends import _sqlite_readonly as ro
-from swarmstate.backends import _sqlite_reclaim
-from swarmstate.backends._disk_conns import Connections
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate.backends.disk import opening, process
+from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk import reclaim as reclaiming
+from swarmstate.backends.disk import statements as sql
+from swarmstate.backends.disk.connections import Connections
+from swarmstate.backends.disk.statements import Connection, apsw
 
 __all__ = ["DiskStore"]
 
@@ -316,13 +315,13 @@ class DiskStore(Connections, BaseStore):
         self._write("clear", body)
 
     def _footprint(self, namespace: str, key: str, size: int) -> int:
-        """Its table and index cells and overflow pages (see :func:`._sqlite_reclaim.footprint`)."""
+        """Its table and index cells and overflow pages (see :func:`.reclaim.footprint`)."""
         if self._page_size is None:
-            self._page_size = _sqlite_reclaim.page_size(self._conn())
-        return _sqlite_reclaim.footprint(self._page_size, namespace, key, size)
+            self._page_size = reclaiming.page_size(self._conn())
+        return reclaiming.footprint(self._page_size, namespace, key, size)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
-        """Free pages back to the file system in short steps (see :mod:`._sqlite_reclaim`).
+        """Free pages back to the file system in short steps (see :mod:`.reclaim`).
 
         Each step holds the write lock about ``STEP_SECONDS`` (5 ms), then
         lets writers in for at least as long; the final log truncation holds
@@ -331,7 +330,7 @@ class DiskStore(Connections, BaseStore):
         it rewrites the file.
         """
         self._check_writable()
-        return _sqlite_reclaim.reclaim(self, full)
+        return reclaiming.reclaim(self, full)
 
     # -- snapshots -------------------------------------------------------
 

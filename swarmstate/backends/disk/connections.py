@@ -8,7 +8,7 @@ last transaction, so with a connection per thread a write after another
 thread's write started cold, reading each page of its b-tree paths again;
 the one writer of a process is usually the last to have changed the file,
 and finds them cached. A process that forks opens fresh connections (see
-:mod:`swarmstate.backends._disk_process`).
+:mod:`swarmstate.backends.disk.process`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 from swarmstate._errors import InvalidKeyError, ReadOnlyStoreError, StorageError, StoreClosedError
-from swarmstate.backends import _disk_process as process
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends import _sqlite_readonly as ro
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate.backends.disk import opening, process
+from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk.statements import Connection, apsw
 
 __all__ = ["IDLE_CONNECTIONS", "Connections"]
 

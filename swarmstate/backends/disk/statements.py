@@ -1,7 +1,7 @@
 """SQLite plumbing for DiskStore: schema, migrations, SQL text.
 
 Every SQL statement the disk backend runs lives here, parameterized; opening
-and checking a file is :mod:`swarmstate.backends._sqlite_open`.
+and checking a file is :mod:`swarmstate.backends.disk.opening`.
 
 Layout (schema version 1). ``entries`` keeps every row version a retained
 snapshot may still need (multi-version rows, no copies):

@@ -15,9 +15,9 @@ import stat
 import urllib.parse
 
 from swarmstate._errors import IncompatibleStoreError, StorageError
-from swarmstate.backends import _sqlite as sql
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends._sqlite import apsw
+from swarmstate.backends.disk import opening
+from swarmstate.backends.disk import statements as sql
+from swarmstate.backends.disk.statements import apsw
 
 __all__ = [
     "Stamp",
