@@ -23,7 +23,7 @@ from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
-from swarmstate.backends.disk import opening, process
+from swarmstate.backends.disk import opening
 from swarmstate.backends.disk import readonly as ro
 from swarmstate.backends.disk import reclaim as reclaiming
 from swarmstate.backends.disk import statements as sql
@@ -36,7 +36,7 @@ _Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
 
 
-class DiskStore(Connections, BaseStore):
+class DiskStore(BaseStore):
     """State keyed by ``(namespace, key)`` in one SQLite file, snapshots included.
 
     Args:
@@ -101,16 +101,16 @@ class DiskStore(Connections, BaseStore):
         self.readonly = readonly
         self._file = str(self.path)
         self._page_size: int | None = None
-        self._closed = False
-        self._reset_process_state()
-        process.register(self)
+        self._db = Connections(
+            self._file, readonly=readonly, synchronous=level, busy_timeout=self.busy_timeout
+        )
         existed = False if self.readonly else opening.prepare_file(self._file)
         try:
             if self.readonly:
-                self._uid = ro.identify_readonly(self._conn(), self._file)
+                self._uid = ro.identify_readonly(self._db.conn(), self._file)
             else:
                 if existed:
-                    self._retry_busy(
+                    self._db.retry_busy(
                         lambda: opening.probe(self._file, self.busy_timeout),
                         (apsw.BusyError, apsw.LockedError),
                     )
@@ -130,7 +130,7 @@ class DiskStore(Connections, BaseStore):
         busy at once, without waiting in its busy handler: the whole sequence
         is retried.
         """
-        conn = self._new_connection()
+        conn = self._db.new_connection()
 
         def open_file() -> str:
             opening.identify(conn, self._file)  # as probe() did, should the file have changed since
@@ -138,27 +138,27 @@ class DiskStore(Connections, BaseStore):
             opening.use_wal(conn, self._file)
             return opening.setup(conn, self._file)
 
-        with self._write_lock:
-            return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
+        with self._db.write_lock:
+            return self._db.retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
 
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
-        self._check_writable()
-        conn = self._conn()
-        with self._write_lock:
+        self._db.check_writable()
+        conn = self._db.conn()
+        with self._db.write_lock:
             try:
                 opening.setup(conn, self._file)
             except apsw.Error as exc:
-                raise self._fail(exc, "set up the schema") from exc
+                raise self._db.fail(exc, "set up the schema") from exc
 
     # -- reads -----------------------------------------------------------
 
     def _read(self, pair: Pair) -> bytes | None:
-        conn = self._conn()
+        conn = self._db.conn()
         try:
             row = conn.execute(sql.GET, pair).fetchone()
         except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+            raise self._db.fail(exc, "read") from exc
         data: bytes | None = None if row is None else row[0]
         return data
 
@@ -170,7 +170,7 @@ class DiskStore(Connections, BaseStore):
                 found.append(None if row is None else row[0])
             return found
 
-        return self._read_in("read", body)
+        return self._db.read_in("read", body)
 
     def _range_keys(
         self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
@@ -193,37 +193,39 @@ class DiskStore(Connections, BaseStore):
         limit: int | None,
     ) -> list[Any]:
         query = sql.RANGE_SQL[(columns, start is not None, stop is not None, reverse)]
-        return self._query(query, (namespace, start, stop, _NO_LIMIT if limit is None else limit))
+        return self._db.query(
+            query, (namespace, start, stop, _NO_LIMIT if limit is None else limit)
+        )
 
     def _namespaces(self, prefix: str) -> list[str]:
         high = prefix_upper_bound(prefix)
-        rows = self._query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
+        rows = self._db.query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
         return [row[0] for row in rows]
 
     def _count(self, namespace: str) -> int:
-        return int(self._query(sql.COUNT, (namespace,))[0][0])
+        return int(self._db.query(sql.COUNT, (namespace,))[0][0])
 
     def __len__(self) -> int:
         """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
-        return int(self._query(sql.TOTALS)[0][4])
+        return int(self._db.query(sql.TOTALS)[0][4])
 
     # -- writes ----------------------------------------------------------
 
     def _put(self, pair: Pair, data: bytes) -> None:
         if self.readonly:  # tested inline: set is the hot path
-            self._check_writable()
+            self._db.check_writable()
         params = (pair[0], pair[1], len(data), data)
         # Covers inserts and overwrites of rows no snapshot needs.
-        if not self._one_statement(sql.PUT_FAST, params):
-            self._write("write", lambda c: _put(c, [params]))
+        if not self._db.one_statement(sql.PUT_FAST, params):
+            self._db.write("write", lambda c: _put(c, [params]))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
         params = [(k[0], k[1], len(data), data) for k, data in rows]
         put = _put_if_absent if if_absent else _put
         if ensure:
             defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
-            return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
-        return self._write("write", lambda conn: put(conn, params))
+            return self._db.write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
+        return self._db.write("write", lambda conn: put(conn, params))
 
     def _put_unless(self, rows: list[Row], if_absent: bool, condition: Pair) -> int:
         """``rows`` in one statement on the condition that ``condition`` has no live value.
@@ -243,7 +245,7 @@ class DiskStore(Connections, BaseStore):
         bound: list[Any] = [*condition]
         for pair, data in rows:
             bound += (pair[0], pair[1], len(data), data)
-        written = self._one_statement(statements[len(rows)], tuple(bound), count=True)
+        written = self._db.one_statement(statements[len(rows)], tuple(bound), count=True)
         if if_absent:
             return written  # the condition held; any other key already had a value
         return written if written == len(rows) else 0
@@ -257,7 +259,7 @@ class DiskStore(Connections, BaseStore):
             if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
                 (ns, key), data = rows[0]
                 one = (ns, key, len(data), data, condition[0], condition[1])
-                if self._one_statement(sql.PUT_FAST_UNLESS, one):
+                if self._db.one_statement(sql.PUT_FAST_UNLESS, one):
                     return 1
             else:
                 written = self._put_unless(rows, if_absent, condition)
@@ -278,10 +280,10 @@ class DiskStore(Connections, BaseStore):
                 put(conn, params) if params else 0
             )
 
-        return self._write("write", body)
+        return self._db.write("write", body)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
-        return self._write("delete", lambda conn: _delete(conn, pairs))
+        return self._db.write("delete", lambda conn: _delete(conn, pairs))
 
     def _delete_prefix(self, prefix: str) -> int:
         high = prefix_upper_bound(prefix)
@@ -293,7 +295,7 @@ class DiskStore(Connections, BaseStore):
             conn.execute(sql.PREFIX_END_SQL[flag], bounds)
             return int(removed + conn.changes())
 
-        return self._write("delete", body)
+        return self._db.write("delete", body)
 
     def _copy_prefix(self, source: str, target: str) -> int:
         high = prefix_upper_bound(source)
@@ -305,19 +307,19 @@ class DiskStore(Connections, BaseStore):
             rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
             return _put(conn, rows)
 
-        return self._write("copy", body)
+        return self._db.write("copy", body)
 
     def clear(self) -> None:
         def body(conn: Connection) -> None:
             conn.execute(sql.CLEAR_DELETE_NEW)
             conn.execute(sql.CLEAR_END)
 
-        self._write("clear", body)
+        self._db.write("clear", body)
 
     def _footprint(self, namespace: str, key: str, size: int) -> int:
         """Its table and index cells and overflow pages (see :func:`.reclaim.footprint`)."""
         if self._page_size is None:
-            self._page_size = reclaiming.page_size(self._conn())
+            self._page_size = reclaiming.page_size(self._db.conn())
         return reclaiming.footprint(self._page_size, namespace, key, size)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
@@ -329,8 +331,8 @@ class DiskStore(Connections, BaseStore):
         ``full=True`` runs one ``VACUUM`` instead, which blocks writers while
         it rewrites the file.
         """
-        self._check_writable()
-        return reclaiming.reclaim(self, full)
+        self._db.check_writable()
+        return reclaiming.reclaim(self._db, full)
 
     # -- snapshots -------------------------------------------------------
 
@@ -356,7 +358,7 @@ class DiskStore(Connections, BaseStore):
                 _evict(conn, self.max_history)
             return snap
 
-        return self._write("take a snapshot", body)
+        return self._db.write("take a snapshot", body)
 
     def _restore(self, snapshot: Snapshot) -> None:
         def body(conn: Connection) -> None:
@@ -378,10 +380,10 @@ class DiskStore(Connections, BaseStore):
                     conn.execute(sql.COPY_ROW, (then,))
             conn.execute(sql.SET_HEAD, (snapshot.id,))
 
-        self._write("restore a snapshot", body)
+        self._db.write("restore a snapshot", body)
 
     def snapshots(self) -> list[Snapshot]:
-        rows = self._query(sql.SNAPSHOT_LIST)
+        rows = self._db.query(sql.SNAPSHOT_LIST)
         return [
             Snapshot(sid, parent, timestamp, size_bytes, count, self, _token=token)
             for sid, _, parent, timestamp, size_bytes, count, token in rows
@@ -408,7 +410,7 @@ class DiskStore(Connections, BaseStore):
             row = conn.execute(sql.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)).fetchone()
             return default if row is None else loads(row[0])
 
-        return self._read_in("read a snapshot", body)
+        return self._db.read_in("read a snapshot", body)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
@@ -418,7 +420,7 @@ class DiskStore(Connections, BaseStore):
             rows: list[Any] = conn.execute(sql.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
             return [(ns, key) for ns, key in rows]
 
-        return self._read_in("read a snapshot", body)
+        return self._db.read_in("read a snapshot", body)
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         def body(conn: Connection) -> Diff:
@@ -438,11 +440,28 @@ class DiskStore(Connections, BaseStore):
                     changed.append((ns, key))
             return sorted_diff(added, removed, changed)
 
-        return self._read_in("diff snapshots", body)
+        return self._db.read_in("diff snapshots", body)
+
+    # -- lifecycle -------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection this store opened in this process; idempotent.
+
+        Safe while other threads are inside calls: a write in flight is
+        allowed to finish, then every connection is closed (a read in flight
+        is waited for), all within ``busy_timeout``; those calls, and any
+        call made after, raise :class:`~swarmstate.StoreClosedError`.
+
+        Raises:
+            StorageError: A connection was still in use by another thread
+                after ``busy_timeout``; calling ``close()`` again retries it.
+        """
+        self._db.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"synchronous={self.synchronous}"
-        if self.readonly and not self._closed:
+        closed = self._db.closed
+        state = "closed" if closed else f"synchronous={self.synchronous}"
+        if self.readonly and not closed:
             state = "readonly"
         return f"DiskStore({self._file!r}, {state})"
 
