@@ -26,6 +26,7 @@ import pytest
 import swarmstate as ss
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.disk import opening as _sqlite_open
+from swarmstate.backends.disk import schema as _schema
 from swarmstate.backends.disk import statements as _sqlite
 
 
@@ -182,8 +183,8 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     store.setup()
     store.setup()
     assert store.get("a", "x") == 1
-    assert scalar(db, "PRAGMA user_version") == _sqlite.SCHEMA_VERSION
-    assert scalar(db, "PRAGMA application_id") == _sqlite.APPLICATION_ID
+    assert scalar(db, "PRAGMA user_version") == _schema.SCHEMA_VERSION
+    assert scalar(db, "PRAGMA application_id") == _schema.APPLICATION_ID
     assert scalar(db, "PRAGMA journal_mode") == "wal"
     conn = raw(db)
     rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
@@ -192,9 +193,9 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     assert meta["codec"] == "msgpack"
     assert meta["format"] == "swarmstate"
     assert meta["uid"] == store._uid
-    versions = [v for v, _ in _sqlite.MIGRATIONS]
+    versions = [v for v, _ in _schema.MIGRATIONS]
     assert versions == sorted(versions)
-    assert versions[-1] == _sqlite.SCHEMA_VERSION
+    assert versions[-1] == _schema.SCHEMA_VERSION
     store.close()
 
 
@@ -330,14 +331,14 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     store.set("a", "x", 1)
     store.close()
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION + 1}")
+    conn.execute(f"PRAGMA user_version = {_schema.SCHEMA_VERSION + 1}")
     conn.close()
     before = digest(db)
     with pytest.raises(ss.IncompatibleStoreError, match="newer"):
         DiskStore(db)
     assert digest(db) == before
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION}")
+    conn.execute(f"PRAGMA user_version = {_schema.SCHEMA_VERSION}")
     conn.close()
     with DiskStore(db) as again:
         assert again.get("a", "x") == 1

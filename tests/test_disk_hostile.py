@@ -16,12 +16,12 @@ import textwrap
 import threading
 from pathlib import Path
 
+import apsw
 import pytest
 from copies import check_a_copy_refuses_the_originals_later_snapshots
 
 import swarmstate as ss
-from swarmstate.backends.disk import DiskStore
-from swarmstate.backends.disk import store as disk
+from swarmstate.backends.disk import DiskStore, writes
 from swarmstate.backends.disk.connections import Connections
 
 # Set by the first at-fork hook to run (hooks registered later run first, and
@@ -50,7 +50,7 @@ def _hold_a_write(store: DiskStore, inside: threading.Event, release: threading.
     data = ss.dumps("held")
 
     def body(conn: object) -> None:
-        disk._put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
+        writes.put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
         inside.set()
         release.wait(timeout=60)
 
@@ -228,7 +228,7 @@ def test_snapshots_taken_before_the_token_column_still_restore(db: Path) -> None
     with DiskStore(db) as store:
         store.set("ns", "k", 1)
         store.snapshot()
-    conn = disk.apsw.Connection(str(db))
+    conn = apsw.Connection(str(db))
     conn.execute("UPDATE snapshots SET token = NULL")  # as a version 1 file left them
     conn.close()
     with DiskStore(db) as again:

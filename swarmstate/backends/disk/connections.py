@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from swarmstate._errors import InvalidKeyError, ReadOnlyStoreError, StorageError, StoreClosedError
 from swarmstate.backends.disk import opening, process
 from swarmstate.backends.disk import readonly as ro
-from swarmstate.backends.disk.statements import Connection, apsw
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["IDLE_CONNECTIONS", "Connections"]
 

@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import Protocol
 
-from swarmstate.backends.disk.statements import Connection, apsw
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["ABANDONED", "RESETTING", "Entry", "close_all", "forked_mid_write", "register"]
 

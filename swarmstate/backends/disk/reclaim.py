@@ -35,7 +35,7 @@ from typing import Any, Final
 from swarmstate._reclaim import ReclaimReport
 from swarmstate.backends.disk import opening
 from swarmstate.backends.disk.connections import Connections
-from swarmstate.backends.disk.statements import Connection, apsw
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["CHECKPOINT_WAIT", "STEP_SECONDS", "footprint", "page_size", "reclaim"]
 

@@ -1,7 +1,7 @@
 """DiskStore: the store contract in one SQLite file (apsw, WAL), durable snapshots.
 
 Values and every row version a retained snapshot needs live in one table
-(see :mod:`swarmstate.backends.disk.statements` for the layout). A snapshot is one
+(see :mod:`swarmstate.backends.disk.schema` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: threads
 read on connections of their own and a process writes through one
@@ -17,22 +17,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
-from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
+from swarmstate._base import BaseStore, prefix_upper_bound
+from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
-from swarmstate.backends.disk import opening
+from swarmstate.backends.disk import opening, writes
 from swarmstate.backends.disk import readonly as ro
 from swarmstate.backends.disk import reclaim as reclaiming
 from swarmstate.backends.disk import statements as sql
 from swarmstate.backends.disk.connections import Connections
-from swarmstate.backends.disk.statements import Connection, apsw
+from swarmstate.backends.disk.driver import Connection, apsw
+from swarmstate.backends.disk.schema import SYNCHRONOUS_LEVELS
 
 __all__ = ["DiskStore"]
 
-_Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
 
 
@@ -81,7 +81,7 @@ class DiskStore(BaseStore):
     ) -> None:
         super().__init__(max_history=max_history)
         level = synchronous.upper() if isinstance(synchronous, str) else synchronous
-        if level not in sql.SYNCHRONOUS_LEVELS:
+        if level not in SYNCHRONOUS_LEVELS:
             raise InvalidArgumentError(
                 f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
             )
@@ -209,81 +209,29 @@ class DiskStore(BaseStore):
         """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
         return int(self._db.query(sql.TOTALS)[0][4])
 
-    # -- writes ----------------------------------------------------------
+    # -- writes: which path each takes is in writes.py -------------------
 
     def _put(self, pair: Pair, data: bytes) -> None:
         if self.readonly:  # tested inline: set is the hot path
             self._db.check_writable()
         params = (pair[0], pair[1], len(data), data)
-        # Covers inserts and overwrites of rows no snapshot needs.
+        # Path 1 covers inserts and overwrites of rows no snapshot needs.
         if not self._db.one_statement(sql.PUT_FAST, params):
-            self._db.write("write", lambda c: _put(c, [params]))
+            self._db.write("write", lambda conn: writes.put(conn, [params]))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        params = [(k[0], k[1], len(data), data) for k, data in rows]
-        put = _put_if_absent if if_absent else _put
-        if ensure:
-            defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
-            return self._db.write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
-        return self._db.write("write", lambda conn: put(conn, params))
-
-    def _put_unless(self, rows: list[Row], if_absent: bool, condition: Pair) -> int:
-        """``rows`` in one statement on the condition that ``condition`` has no live value.
-
-        A checkpoint with its new list segments, or a task's pending writes
-        (``if_absent``); a checkpoint alone is the one-row statement
-        :meth:`_put_required` runs itself. Rows written, or 0 when the
-        statement changed nothing or the shape has none: the caller then
-        runs the checked transaction, which tells why.
-        """
-        if if_absent:
-            statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
-        else:
-            statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
-        if not 0 < len(rows) <= most or (len(rows) == 1 and not if_absent):
-            return 0
-        bound: list[Any] = [*condition]
-        for pair, data in rows:
-            bound += (pair[0], pair[1], len(data), data)
-        written = self._db.one_statement(statements[len(rows)], tuple(bound), count=True)
-        if if_absent:
-            return written  # the condition held; any other key already had a value
-        return written if written == len(rows) else 0
+        return self._db.write("write", writes.batch(rows, if_absent, ensure))
 
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        if not ensure and len(require) == 1 and require[0][1] is ABSENT:
-            # The shapes of every unclaimed write: one statement each, not four.
-            condition = require[0][0]
-            if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
-                (ns, key), data = rows[0]
-                one = (ns, key, len(data), data, condition[0], condition[1])
-                if self._db.one_statement(sql.PUT_FAST_UNLESS, one):
-                    return 1
-            else:
-                written = self._put_unless(rows, if_absent, condition)
-                if written:
-                    return written
-        params = [(k[0], k[1], len(data), data) for k, data in rows]
-        defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
-        put = _put_if_absent if if_absent else _put
-
-        def body(conn: Connection) -> int:
-            # Inside the write transaction: nothing can change between check and write.
-            found = []
-            for pair, _ in require:
-                row = conn.execute(sql.GET, pair).fetchone()
-                found.append(None if row is None else row[0])
-            check_conditions(require, found)
-            return (_ensure(conn, defaults) if defaults else 0) + (
-                put(conn, params) if params else 0
-            )
-
-        return self._db.write("write", body)
+        written = writes.unless(self._db, rows, if_absent, ensure, require)
+        if written:
+            return written
+        return self._db.write("write", writes.checked(rows, if_absent, ensure, require))
 
     def _delete_many(self, pairs: list[Pair]) -> int:
-        return self._db.write("delete", lambda conn: _delete(conn, pairs))
+        return self._db.write("delete", lambda conn: writes.delete(conn, pairs))
 
     def _delete_prefix(self, prefix: str) -> int:
         high = prefix_upper_bound(prefix)
@@ -305,7 +253,7 @@ class DiskStore(BaseStore):
             query = sql.PREFIX_ROWS_SQL[high is not None]
             found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
             rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
-            return _put(conn, rows)
+            return writes.put(conn, rows)
 
         return self._db.write("copy", body)
 
@@ -466,58 +414,7 @@ class DiskStore(BaseStore):
         return f"DiskStore({self._file!r}, {state})"
 
 
-# -- helpers run inside a write transaction -----------------------------------
-
-
-def _put(conn: Connection, rows: list[_Params]) -> int:
-    """Write rows, keeping any current row a snapshot still needs as a past row.
-
-    Most rows are new keys or keys written since the latest snapshot: one
-    PUT_FAST each. Only a row whose current version a snapshot needs (PUT_FAST
-    changed nothing) pays for ending that version and inserting anew.
-    """
-    execute, changes = conn.execute, conn.changes
-    for row in rows:
-        execute(sql.PUT_FAST, row)
-        if not changes():
-            execute(sql.END_OLD, (row[0], row[1]))
-            execute(sql.PUT, row)
-    return len(rows)
-
-
-def _put_if_absent(conn: Connection, rows: list[_Params]) -> int:
-    written = 0
-    for row in rows:
-        conn.execute(sql.PUT_IF_ABSENT, row)
-        written += conn.changes()
-    return written
-
-
-def _ensure(conn: Connection, rows: list[_Params]) -> int:
-    """Insert the rows whose key has no live value.
-
-    Ensured rows usually exist already (an index entry written once): a
-    lookup says so, cheaper than an INSERT that finds the conflict, and
-    changes no page.
-    """
-    written = 0
-    for row in rows:
-        if conn.execute(sql.EXISTS, (row[0], row[1])).fetchone() is None:
-            conn.execute(sql.PUT_IF_ABSENT, row)
-            written += conn.changes()
-    return written
-
-
-def _delete(conn: Connection, pairs: list[Pair]) -> int:
-    removed = 0
-    for pair in pairs:
-        conn.execute(sql.DELETE_NEW, pair)
-        gone = conn.changes()
-        if not gone:
-            conn.execute(sql.END_LIVE, pair)
-            gone = conn.changes()
-        removed += gone
-    return removed
+# -- helpers ---------------------------------------------------------------------
 
 
 def _evict(conn: Connection, max_history: int) -> None:
