@@ -133,7 +133,8 @@ def create_schema_at_version(conninfo: str, schema: str, version: int) -> None:
     import psycopg
     from psycopg import sql
 
-    from swarmstate.backends import _pg_migrations, _pg_sql
+    from swarmstate.backends.postgres import migrations as _pg_migrations
+    from swarmstate.backends.postgres import statements as _pg_sql
 
     ident = sql.Identifier(schema)
     with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():

@@ -26,9 +26,9 @@ from psycopg_pool import ConnectionPool
 
 import swarmstate as ss
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_migrations
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
+from swarmstate.backends.postgres import migrations as _pg_migrations
 
 pytestmark = pytest.mark.postgres
 

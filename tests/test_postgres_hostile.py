@@ -19,9 +19,9 @@ from pgserver import create_schema_at_version, find_bindir
 from psycopg import sql
 
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_sql
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
+from swarmstate.backends.postgres import statements as _pg_sql
 
 pytestmark = pytest.mark.postgres
 

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 from swarmstate._reclaim import ReclaimReport
-from swarmstate.backends._pg_conn import psycopg, sql
+from swarmstate.backends.postgres.driver import psycopg, sql
 
 if TYPE_CHECKING:
     from swarmstate.backends.postgres import PostgresStore

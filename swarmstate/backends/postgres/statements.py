@@ -1,4 +1,4 @@
-"""Every SQL statement PostgresStore runs; the migrations are in ``_pg_migrations``.
+"""Every SQL statement PostgresStore runs; the migrations are in ``migrations``.
 
 Layout (all tables live in one schema, named by the ``schema=`` option):
 
@@ -7,7 +7,7 @@ Layout (all tables live in one schema, named by the ``schema=`` option):
     names (``bytea``: byte order is code point order, and unlike ``text`` it
     holds U+0000); from version 6 a name over 1,024 bytes is stored there in
     its index form and whole in ``ns_long``/``key_long`` (see
-    ``_pg_migrations``). A row is live while ``deleted_v`` is NULL; it is
+    ``migrations``). A row is live while ``deleted_v`` is NULL; it is
     visible to the snapshot taken at version ``s`` when
     ``created_v <= s < deleted_v``.
 ``meta`` (one row)
@@ -31,14 +31,14 @@ module-level statements suit every schema version; :data:`SINCE_V6` replaces
 or adds those that differ from version 6 on (full names of keys longer than
 the index holds, snapshot tokens). From version 6, names are passed to every
 lookup in their index form and to every range or prefix as they are (see
-:mod:`swarmstate.backends._pg_migrations`).
+:mod:`swarmstate.backends.postgres.migrations`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from swarmstate.backends._pg_migrations import full_name, read_range_sorted, within
+from swarmstate.backends.postgres.migrations import full_name, read_range_sorted, within
 
 SCHEMA_VERSION_TABLE: Final = """
 CREATE TABLE IF NOT EXISTS {schema}.migrations (

@@ -3,7 +3,7 @@
 Each entry of :data:`MIGRATIONS` is one schema version, the statements that
 bring a schema from the version before to it, run in one transaction. Never
 edit a released entry: append one. Statements use ``{schema}`` for the schema
-identifier; the layout is described in :mod:`swarmstate.backends._pg_sql`.
+identifier; the layout is described in :mod:`swarmstate.backends.postgres.statements`.
 
 Names of any length (version 6). A btree index row holds at most ~2.7 kB, so
 a namespace plus key longer than that could not be indexed. From version 6
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from swarmstate.backends._pg_migrations_early import EARLIER as _EARLIER
+from swarmstate.backends.postgres.migrations_early import EARLIER as _EARLIER
 
 __all__ = [
     "HEAD_BYTES",

@@ -4,7 +4,7 @@ Every process (on any machine) that opens the same server and schema sees
 one store: the same entries, the same snapshots, the same uid. Nothing is
 cached per process except the schema's uid, which never changes.
 
-How it works (the SQL lives in :mod:`swarmstate.backends._pg_sql`):
+How it works (the SQL lives in :mod:`swarmstate.backends.postgres.statements`):
 
 * Rows are versioned (``created_v``/``deleted_v``), so a snapshot is one
   row insert (O(1)), and restore and diff read only rows changed between the
@@ -18,12 +18,12 @@ How it works (the SQL lives in :mod:`swarmstate.backends._pg_sql`):
   and U+0000 is allowed; ``b"\\xff"`` never occurs in UTF-8, so
   ``[enc(prefix), enc(prefix) + b"\\xff")`` is exactly the prefix range.
 
-Snapshots are read and taken in :mod:`swarmstate.backends._pg_snapshots`;
+Snapshots are read and taken in :mod:`swarmstate.backends.postgres.snapshots`;
 the writes off the one-statement path (long names, a schema ``setup()``
-has not migrated yet) in :mod:`swarmstate.backends._pg_writes_apart`.
+has not migrated yet) in :mod:`swarmstate.backends.postgres.writes`.
 
 psycopg 3 and psycopg_pool are imported only by this backend's modules
-(through :mod:`swarmstate.backends._pg_conn`): ``pip install
+(through :mod:`swarmstate.backends.postgres.driver`): ``pip install
 "swarmstate[postgres]"``.
 """
 
@@ -49,11 +49,12 @@ from swarmstate._errors import (
 )
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
-from swarmstate.backends import _pg_migrations as m
-from swarmstate.backends import _pg_reclaim, _pg_snapshots
-from swarmstate.backends import _pg_sql as q
-from swarmstate.backends import _pg_writes_apart as apart
-from swarmstate.backends._pg_conn import (
+from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres import reclaim as reclaiming
+from swarmstate.backends.postgres import snapshots
+from swarmstate.backends.postgres import statements as q
+from swarmstate.backends.postgres import writes as apart
+from swarmstate.backends.postgres.driver import (
     ConnectionPool,
     PooledConnection,
     PoolTimeout,
@@ -65,7 +66,7 @@ from swarmstate.backends._pg_conn import (
     sql,
     tuple_row,
 )
-from swarmstate.backends._pg_names import (
+from swarmstate.backends.postgres.names import (
     Arrays,
     dec,
     enc,
@@ -553,31 +554,31 @@ class PostgresStore(BaseStore):
     def clear(self) -> None:
         self._write("CLEAR", {})
 
-    # -- snapshots (the queries and their answers: _pg_snapshots) -------------
+    # -- snapshots (the queries and their answers: snapshots.py) -------------
 
     def snapshot(self) -> Snapshot:
-        return _pg_snapshots.take(self)
+        return snapshots.take(self)
 
     def _restore(self, snapshot: Snapshot) -> None:
-        _pg_snapshots.restore(self, snapshot)
+        snapshots.restore(self, snapshot)
 
     def snapshots(self) -> list[Snapshot]:
-        return _pg_snapshots.listed(self)
+        return snapshots.listed(self)
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_own(snapshot)
-        return _pg_snapshots.get(self, snapshot, namespace, key, default)
+        return snapshots.get(self, snapshot, namespace, key, default)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
-        return _pg_snapshots.keys(self, snapshot)
+        return snapshots.keys(self, snapshot)
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
-        return _pg_snapshots.diff(self, base, later)
+        return snapshots.diff(self, base, later)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
-        """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`._pg_reclaim`)."""
-        return _pg_reclaim.reclaim(self, full)
+        """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`.reclaim`)."""
+        return reclaiming.reclaim(self, full)
 
     # -- lifecycle -------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """PostgresStore's schema versions 1 to 5, as they ran: the first entries of ``MIGRATIONS``.
 
-Released migrations never change (:mod:`swarmstate.backends._pg_migrations`
+Released migrations never change (:mod:`swarmstate.backends.postgres.migrations`
 appends new ones, and rewrites a function by replacing it in a later
 version); they live here so that the current versions stay readable.
 Version 1 creates the tables (rows stamped with the store version that

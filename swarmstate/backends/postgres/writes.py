@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from swarmstate._base import check_conditions
 from swarmstate._checks import Requirement, Row
 from swarmstate._errors import StorageError
-from swarmstate.backends._pg_conn import psycopg, tuple_row
-from swarmstate.backends._pg_names import Arrays, with_long_forms
+from swarmstate.backends.postgres.driver import psycopg, tuple_row
+from swarmstate.backends.postgres.names import Arrays, with_long_forms
 
 if TYPE_CHECKING:
     from swarmstate.backends.postgres import PostgresStore

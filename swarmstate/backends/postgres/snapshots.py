@@ -4,7 +4,7 @@ A snapshot is one row of ``snapshots`` naming the store version it saw;
 rows are stamped with the version that created and deleted them, so reading
 a snapshot selects the row versions live at its version, and a diff reads
 only the rows changed between two versions (the SQL is in
-:mod:`swarmstate.backends._pg_sql`). A handle also carries a random token
+:mod:`swarmstate.backends.postgres.statements`). A handle also carries a random token
 (schema version 6 on): a copy of the schema keeps the uid but not the
 tokens of snapshots taken after the copy, so a handle of one never reads
 the other.
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from swarmstate._codec import loads
 from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
-from swarmstate.backends import _pg_migrations as m
-from swarmstate.backends._pg_conn import psycopg, tuple_row
-from swarmstate.backends._pg_names import dec
+from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres.driver import psycopg, tuple_row
+from swarmstate.backends.postgres.names import dec
 
 if TYPE_CHECKING:
     from swarmstate.backends.postgres import PostgresStore
