@@ -59,7 +59,7 @@ def test_from_conn_string_opens_and_closes_its_pool(
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as store:
         store.set("ns", "k", {"v": 1})
         assert store.get("ns", "k") == {"v": 1}
-        pool = store._pool
+        pool = store._session._pool
     assert pool is not None
     assert pool.closed
     with pytest.raises(ss.StoreClosedError):
@@ -594,8 +594,8 @@ def test_close_while_another_thread_writes_leaves_no_connection_open(
         assert not writer.is_alive()
         assert len(ended) == 1
         assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
-        assert store._pool is not None
-        assert store._pool.closed
+        assert store._session._pool is not None
+        assert store._session._pool.closed
         # A server process leaves pg_stat_activity once it has exited: wait for it.
         for _ in range(200):
             if _backends(monitor) <= before:
