@@ -28,7 +28,7 @@ import swarmstate as ss
 from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
-from swarmstate.backends.postgres import migrations as _pg_migrations
+from swarmstate.backends.postgres import schema as _pg_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -175,7 +175,7 @@ def test_setup_raced_by_several_processes_runs_each_migration_once(pg_conninfo: 
         for proc in procs:
             proc.join(120)
         assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
-        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
         assert _count_rows(pg_conninfo, schema, "meta") == 1
         with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as store:
             assert store.keys("ns") == ["from-p0", "from-p1", "from-p2", "from-p3"]
@@ -213,7 +213,7 @@ def test_a_schema_from_a_newer_version_is_refused_and_left_alone(
 ) -> None:
     store = pg_store_factory()
     store.set("ns", "k", 1)
-    newer = _pg_migrations.SCHEMA_VERSION + 1
+    newer = _pg_schema.SCHEMA_VERSION + 1
     with psycopg.connect(pg_conninfo, autocommit=True) as conn:
         conn.execute(
             sql.SQL("INSERT INTO {}.migrations (v) VALUES (%s)").format(
@@ -245,7 +245,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
         assert v1.get_many([("ix", "i"), ("ns", "a")]) == [1, 10]
         v1.delete_many([("ix", "x"), ("ix", "i")])
     store = pg_store_factory(schema=schema)  # setup() migrates to the latest version
-    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
     assert store.items("ns") == [("a", 10), ("b", "two"), ("c", [3])]
     assert len(store) == 3
     [snap] = store.snapshots()
@@ -620,7 +620,7 @@ def test_require_works_before_setup_brings_the_schema_to_version_7(
             v6.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
         assert v6.get_many([("ns", "a"), ("ns", "b"), ("ix", "i")]) == [2, None, 0]
     store = pg_store_factory(schema=schema)
-    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
     with pytest.raises(ss.ConflictError, match="'a'"):
         store.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
     store.set_many([("ns", "b", 3)], require=[("ns", "a", ss.PRESENT), ("ns", "b", ss.ABSENT)])

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from swarmstate._errors import IncompatibleStoreError, StorageError, StoreClosedError
 from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres import schema
 from swarmstate.backends.postgres import statements as q
 from swarmstate.backends.postgres.driver import (
     ConnectionPool,
@@ -37,6 +38,7 @@ from swarmstate.backends.postgres.driver import (
     tuple_row,
 )
 from swarmstate.backends.postgres.names import enc, index_form
+from swarmstate.backends.postgres.schema import HEAD_BYTES, SCHEMA_VERSION
 
 __all__ = ["Params", "Session"]
 
@@ -88,7 +90,6 @@ class Session:
             if name.isupper() and isinstance(text, str) and not name.startswith("_")
         }
         self._sql_v6 = {name: self.format(text) for name, text in q.SINCE_V6.items()}
-        self._migrations = [[self.format(s) for s in step] for step in m.MIGRATIONS]
         if self._owns_pool:
             self._pool = self._new_pool()
 
@@ -250,7 +251,7 @@ class Session:
         are then the ones its indexes serve.
         """
         if self._uid is not None and (
-            self.version >= m.SCHEMA_VERSION or time.monotonic() < self._recheck_at
+            self.version >= SCHEMA_VERSION or time.monotonic() < self._recheck_at
         ):
             return
 
@@ -286,7 +287,7 @@ class Session:
     def found_as(self, name: str) -> bytes:
         """``name`` as lookups compare it: its index form (the name itself unless long)."""
         data = enc(name)
-        if len(data) <= m.HEAD_BYTES:
+        if len(data) <= HEAD_BYTES:
             return data
         self.ready()
         # Before version 6 a long name is looked up as it is (and never found).
@@ -308,9 +309,11 @@ class Session:
             row = cur.execute(self._sql["APPLIED_VERSION"]).fetchone()
             applied = int(row[0]) if row else 0
             _check_version(self.schema, applied)
-            for version in range(applied + 1, m.SCHEMA_VERSION + 1):
-                for statement in self._migrations[version - 1]:
-                    cur.execute(statement)
+            if applied >= SCHEMA_VERSION:
+                return
+            for statement in _upgrade(applied):
+                cur.execute(self.format(statement))
+            for version in range(applied + 1, SCHEMA_VERSION + 1):
                 cur.execute(self._sql["RECORD_VERSION"], (version,))
 
     # -- lifecycle ---------------------------------------------------------
@@ -332,9 +335,17 @@ class Session:
         return safe_conninfo(self._conninfo) if self._conninfo else "pool"
 
 
-def _check_version(schema: str, version: int | None) -> None:
-    if version is not None and int(version) > m.SCHEMA_VERSION:
+def _upgrade(applied: int) -> list[str]:
+    """The statements bringing a schema at version ``applied`` to the schema in force."""
+    if applied == 0:
+        return list(schema.CREATE)  # a new schema
+    steps = [s for v in range(applied + 1, SCHEMA_VERSION + 1) for s in m.TABLE_STEPS.get(v, ())]
+    return [*steps, *schema.FUNCTIONS, *m.DROPPED]
+
+
+def _check_version(name: str, version: int | None) -> None:
+    if version is not None and int(version) > SCHEMA_VERSION:
         raise IncompatibleStoreError(
-            f"schema {schema!r} is at swarmstate schema version {version}, newer than "
-            f"this code's {m.SCHEMA_VERSION}; upgrade swarmstate"
+            f"schema {name!r} is at swarmstate schema version {version}, newer than "
+            f"this code's {SCHEMA_VERSION}; upgrade swarmstate"
         )

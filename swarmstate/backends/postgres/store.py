@@ -4,7 +4,7 @@ Every process (on any machine) that opens the same server and schema sees
 one store: the same entries, the same snapshots, the same uid. Nothing is
 cached per process except the schema's uid, which never changes.
 
-How it works (the SQL lives in :mod:`swarmstate.backends.postgres.statements`):
+How it works (the statements are in :mod:`swarmstate.backends.postgres.statements`):
 
 * Rows are versioned (``created_v``/``deleted_v``), so a snapshot is one
   row insert (O(1)), and restore and diff read only rows changed between the
@@ -21,8 +21,9 @@ How it works (the SQL lives in :mod:`swarmstate.backends.postgres.statements`):
 The store's calls go through its :class:`~.session.Session` (the pool,
 retries, the schema's version); writes are chosen and sent by
 :mod:`swarmstate.backends.postgres.writes`, snapshots taken and read by
-:mod:`swarmstate.backends.postgres.snapshots`; the schema and its
-migrations are :mod:`swarmstate.backends.postgres.migrations`.
+:mod:`swarmstate.backends.postgres.snapshots`; the schema in force is
+:mod:`swarmstate.backends.postgres.schema` (its layout is described there),
+and :mod:`swarmstate.backends.postgres.migrations` brings older ones to it.
 
 psycopg 3 and psycopg_pool are imported only by this backend's modules
 (through :mod:`swarmstate.backends.postgres.driver`): ``pip install
@@ -46,6 +47,7 @@ from swarmstate.backends.postgres import reclaim as reclaiming
 from swarmstate.backends.postgres import snapshots, writes
 from swarmstate.backends.postgres.driver import ConnectionPool, psycopg
 from swarmstate.backends.postgres.names import dec, enc
+from swarmstate.backends.postgres.schema import HEAD_BYTES
 from swarmstate.backends.postgres.session import Session
 
 __all__ = ["PostgresStore"]
@@ -171,8 +173,8 @@ class PostgresStore(BaseStore):
         rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
         if (
             rows
-            and max(len(k) for k, _ in rows) > m.HEAD_BYTES
-            and max(len(lo), len(hi)) <= m.HEAD_BYTES  # else read_range sorted already
+            and max(len(k) for k, _ in rows) > HEAD_BYTES
+            and max(len(lo), len(hi)) <= HEAD_BYTES  # else read_range sorted already
             and session.version >= m.TOKENS_SINCE
         ):
             # Index order is key order except between two keys longer than
@@ -209,7 +211,7 @@ class PostgresStore(BaseStore):
 
     def _put(self, pair: Pair, data: bytes) -> None:
         ns, key = enc(pair[0]), enc(pair[1])
-        if len(ns) > m.HEAD_BYTES or len(key) > m.HEAD_BYTES:
+        if len(ns) > HEAD_BYTES or len(key) > HEAD_BYTES:
             self._put_many([(pair, data)], False, [])
             return
         self._session.fetch("PUT_ONE", (ns, key, data))

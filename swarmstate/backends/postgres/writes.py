@@ -41,6 +41,7 @@ from swarmstate.backends.postgres.names import (
     put_many_params,
     with_long_forms,
 )
+from swarmstate.backends.postgres.schema import REQUIRE_SQLSTATE
 from swarmstate.backends.postgres.session import Session
 
 __all__ = ["ensure_before_v5", "long_names", "put_many", "put_required", "required"]
@@ -128,7 +129,7 @@ def put_required(
         written = int(session.scalar(name, args))
     except StorageError as exc:
         cause = exc.__cause__
-        if not (isinstance(cause, psycopg.Error) and cause.sqlstate == m.REQUIRE_SQLSTATE):
+        if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
             raise
         # Say which condition broke (as the other stores do), from a fresh read.
         check_conditions(require, _live(session, [pair for pair, _ in require]))
