@@ -27,8 +27,10 @@ What each version changed:
 6. names of any length (``ns_long``/``key_long``, names longer than
    :data:`~.schema.HEAD_BYTES` moved to their index form: a table step) and
    snapshot tokens (a table step), with the functions that handle them;
-7. ``put_checked`` and ``require_all``: ``set_many(require=...)`` in the
-   same statement as the write.
+7. ``put_checked``: ``set_many(require=...)`` in the same statement as the
+   write, checking its conditions through ``require_all``;
+8. ``put_checked`` checks the conditions itself (one function fewer on
+   every checkpoint's write); ``require_all`` dropped.
 """
 
 from __future__ import annotations
@@ -66,5 +68,7 @@ WHERE octet_length(key) > 1024""",
 }
 """By version: the statements that changed a table, run before the functions."""
 
-DROPPED: Final[tuple[str, ...]] = ()
+DROPPED: Final = (
+    "DROP FUNCTION IF EXISTS {schema}.require_all(bytea[], bytea[], smallint[], bytea[])",
+)
 """Functions of earlier versions that the schema in force has not."""

@@ -53,9 +53,9 @@ trip. Key by key, every statement in them is a point lookup on
 ``entries_live`` whatever the table statistics say (one set-based statement
 got a sequential-scan generic plan on small tables). In READ COMMITTED each
 statement of a volatile function reads a fresh view, so the rows read after
-the ``meta`` lock are current. A checkpoint's write is ``put_checked``,
-which calls ``require_all`` (the conditions) and ``put_ensure`` (entries
-written only where absent), which calls ``put_many`` (the entries).
+the ``meta`` lock are current. A checkpoint's write is ``put_checked``
+(conditions), which calls ``put_ensure`` (entries written only where
+absent), which calls ``put_many`` (the entries).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ __all__ = [
     "VALUES_LZ4",
 ]
 
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 """The version a schema has after ``setup()`` with this code."""
 
 HEAD_BYTES: Final = 1024
@@ -405,41 +405,30 @@ BEGIN
 END
 $fn$"""
 
-# set_many(require=...) in the same statement as the write. require_all takes
-# the store's lock (as every writer does first), then checks each condition
-# (state 0: no live value, 1: a live value, 2: a live value equal to p_value)
-# and raises REQUIRE_SQLSTATE at the first one that does not hold: the
-# transaction it runs in, and the write after it, are then undone.
-REQUIRE_ALL: Final = """
-CREATE OR REPLACE FUNCTION {schema}.require_all(
-    p_ns bytea[], p_key bytea[], p_state smallint[], p_value bytea[]
-) RETURNS integer LANGUAGE plpgsql AS $fn$
-DECLARE
-    found_value bytea;
-BEGIN
-    PERFORM 1 FROM {schema}.meta FOR UPDATE;
-    FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
-        SELECT value INTO found_value FROM {schema}.entries
-        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
-        IF (p_state[i] = 0 AND FOUND) OR (p_state[i] > 0 AND NOT FOUND)
-           OR (p_state[i] = 2 AND found_value <> p_value[i]) THEN
-            RAISE EXCEPTION 'swarmstate: requirement % does not hold', i
-                USING ERRCODE = 'SWRQ1';
-        END IF;
-    END LOOP;
-    RETURN 0;
-END
-$fn$"""
-
-# The conditions and the write in one statement: one round trip, atomic.
+# set_many(require=...) in the same statement as the write: take the store's
+# lock (as every writer does first), check each condition (state 0: no live
+# value, 1: a live value, 2: a live value equal to c_value), raise
+# REQUIRE_SQLSTATE at the first one that does not hold (the transaction, and
+# so the write, is then undone), else write as put_ensure does.
 PUT_CHECKED: Final = """
 CREATE OR REPLACE FUNCTION {schema}.put_checked(
     c_ns bytea[], c_key bytea[], c_state smallint[], c_value bytea[],
     e_ns bytea[], e_key bytea[], e_value bytea[],
     p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
 ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    found_value bytea;
 BEGIN
-    PERFORM {schema}.require_all(c_ns, c_key, c_state, c_value);
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(c_ns, 1), 0) LOOP
+        SELECT value INTO found_value FROM {schema}.entries
+        WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+        IF (c_state[i] = 0 AND FOUND) OR (c_state[i] > 0 AND NOT FOUND)
+           OR (c_state[i] = 2 AND found_value <> c_value[i]) THEN
+            RAISE EXCEPTION 'swarmstate: requirement % does not hold', i
+                USING ERRCODE = 'SWRQ1';
+        END IF;
+    END LOOP;
     RETURN {schema}.put_ensure(e_ns, e_key, e_value, p_ns, p_key, p_value, p_if_absent);
 END
 $fn$"""
@@ -639,7 +628,6 @@ FUNCTIONS: Final = (
     PUT_MANY_LONG,
     PUT_ENSURE,
     PUT_ENSURE_LONG,
-    REQUIRE_ALL,
     PUT_CHECKED,
     REMOVE_MANY,
     REMOVE_RANGE,
