@@ -24,10 +24,7 @@ import apsw
 import pytest
 
 import swarmstate as ss
-from swarmstate.backends.disk import DiskStore
-from swarmstate.backends.disk import opening as _sqlite_open
-from swarmstate.backends.disk import schema as _schema
-from swarmstate.backends.disk import statements as _sqlite
+from swarmstate.backends.disk import DiskStore, opening, schema, statements
 
 
 def raw(path: Path) -> apsw.Connection:
@@ -183,8 +180,8 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     store.setup()
     store.setup()
     assert store.get("a", "x") == 1
-    assert scalar(db, "PRAGMA user_version") == _schema.SCHEMA_VERSION
-    assert scalar(db, "PRAGMA application_id") == _schema.APPLICATION_ID
+    assert scalar(db, "PRAGMA user_version") == schema.SCHEMA_VERSION
+    assert scalar(db, "PRAGMA application_id") == schema.APPLICATION_ID
     assert scalar(db, "PRAGMA journal_mode") == "wal"
     conn = raw(db)
     rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
@@ -193,9 +190,9 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     assert meta["codec"] == "msgpack"
     assert meta["format"] == "swarmstate"
     assert meta["uid"] == store._uid
-    versions = [v for v, _ in _schema.MIGRATIONS]
+    versions = [v for v, _ in schema.MIGRATIONS]
     assert versions == sorted(versions)
-    assert versions[-1] == _schema.SCHEMA_VERSION
+    assert versions[-1] == schema.SCHEMA_VERSION
     store.close()
 
 
@@ -210,20 +207,20 @@ def test_synchronous_level_is_applied(db: Path, level: str, code: int) -> None:
 # -- queries stay indexed -------------------------------------------------------------
 
 INDEXED_QUERIES = [
-    (_sqlite.GET, ("ns", "k")),
-    (_sqlite.EXISTS, ("ns", "k")),
-    (_sqlite.PUT_FAST, ("ns", "k", 1, b"\xc0")),
-    (_sqlite.PUT_FAST_UNLESS, ("ns", "k", 1, b"\xc0", "guard", "g")),
-    (_sqlite.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
-    (_sqlite.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
-    (_sqlite.NAMESPACES_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_ROWS_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_DELETE_NEW_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_END_SQL[True], ("t/", "t0")),
-    (_sqlite.SNAPSHOT_GET, ("ns", "k", 5, 1)),
-    (_sqlite.RESTORE_PLAN, {"m": 1, "v": 1}),
-    (_sqlite.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
-    (_sqlite.TOTALS, ()),
+    (statements.GET, ("ns", "k")),
+    (statements.EXISTS, ("ns", "k")),
+    (statements.PUT_FAST, ("ns", "k", 1, b"\xc0")),
+    (statements.PUT_FAST_UNLESS, ("ns", "k", 1, b"\xc0", "guard", "g")),
+    (statements.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
+    (statements.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
+    (statements.NAMESPACES_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_ROWS_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_DELETE_NEW_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_END_SQL[True], ("t/", "t0")),
+    (statements.SNAPSHOT_GET, ("ns", "k", 5, 1)),
+    (statements.RESTORE_PLAN, {"m": 1, "v": 1}),
+    (statements.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
+    (statements.TOTALS, ()),
 ]
 
 
@@ -241,13 +238,13 @@ def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db
     """The write of every unclaimed checkpoint alone: decided inside one statement, in each case."""
     store = DiskStore(db)
     conn = store._db.conn()
-    opcodes = [row[1] for row in conn.execute("EXPLAIN " + _sqlite.PUT_FAST_UNLESS, (1,) * 6)]
+    opcodes = [row[1] for row in conn.execute("EXPLAIN " + statements.PUT_FAST_UNLESS, (1,) * 6)]
     assert "OpenEphemeral" not in opcodes  # an INSERT ... SELECT from entries copies first
     store.set("guard", "taken", 1)
 
     def one(key: str, data: bytes, condition: str) -> int:
         params = ("ns", key, len(data), data, "guard", condition)
-        return store._db.one_statement(_sqlite.PUT_FAST_UNLESS, params)
+        return store._db.one_statement(statements.PUT_FAST_UNLESS, params)
 
     assert one("k", b"\x01", "free") == 1  # inserted
     assert one("k", b"\x02", "free") == 1  # overwritten in place
@@ -331,14 +328,14 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     store.set("a", "x", 1)
     store.close()
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_schema.SCHEMA_VERSION + 1}")
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
     conn.close()
     before = digest(db)
     with pytest.raises(ss.IncompatibleStoreError, match="newer"):
         DiskStore(db)
     assert digest(db) == before
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_schema.SCHEMA_VERSION}")
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
     conn.close()
     with DiskStore(db) as again:
         assert again.get("a", "x") == 1
@@ -492,10 +489,8 @@ def test_threads_that_come_and_go_reuse_the_connections_of_ended_ones(
     store.set("ns", "warm", 0)
     used: list[apsw.Connection] = []
     opened: list[str] = []
-    real_open = _sqlite_open.open_connection
-    monkeypatch.setattr(
-        _sqlite_open, "open_connection", lambda p: (opened.append(p), real_open(p))[1]
-    )
+    real_open = opening.open_connection
+    monkeypatch.setattr(opening, "open_connection", lambda p: (opened.append(p), real_open(p))[1])
 
     def write(key: str) -> None:
         store.set("ns", key, 1)
@@ -539,7 +534,7 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
-    from swarmstate.backends.disk import process as _disk_process
+    from swarmstate.backends.disk import process
 
     store = DiskStore(db)
     store.set("a", "parent", 1)
@@ -555,7 +550,7 @@ def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
             assert store._db.conn() is not parent_conn
             # The parent's cursor is kept, never freed here (freeing takes its mutex).
             assert store._db._write_cursor is not parent_cursor
-            assert any(kept is parent_cursor for kept in _disk_process.ABANDONED)
+            assert any(kept is parent_cursor for kept in process.ABANDONED)
             store.snapshot()
             store.close()
             code = 0
