@@ -70,6 +70,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11", default=False)
+def imports(session: nox.Session) -> None:
+    """Check the import layers and that no module imports one that imports it (import-linter)."""
+    session.install("import-linter>=2.6", "-e", ".")
+    session.run("lint-imports", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
 def typecheck(session: nox.Session) -> None:
     """Type-check the package with mypy --strict."""
     session.install("mypy>=1.10", "-e", ".[all]")

@@ -3,7 +3,7 @@
 Every generator takes a ``random.Random`` built from ``--seed``; nothing here
 reads the clock or the global random state, so the same seed builds the same
 data (tests/test_benchmarks.py checks it). The LangGraph conversation the
-saver sections replay is recorded by ``swarmstate._bench_stream``.
+saver sections replay is recorded by ``swarmstate._bench.conversation``.
 """
 
 from __future__ import annotations

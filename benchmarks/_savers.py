@@ -1,7 +1,7 @@
 """What the checkpointer sections share: the recorded conversation, floors, rows and claims.
 
 Every saver of every section (in memory, durable, PostgreSQL) replays the
-same recorded LangGraph conversation (``swarmstate._bench_stream``): threads
+same recorded LangGraph conversation (``swarmstate._bench.conversation``): threads
 of every length carry the runtime's pending writes, and ``put`` gets
 ``new_versions`` from the saver's own ``get_next_version``.
 """
@@ -32,7 +32,7 @@ def have(module: str, attr: str) -> bool:
 
 def conversation(cfg: Config, steps: int) -> Any:
     """The run's recorded conversation, at least ``steps`` checkpoints; recorded once."""
-    from swarmstate._bench_stream import Conversation
+    from swarmstate._bench.conversation import Conversation
 
     key = str(cfg.seed)
     known = _CONVERSATIONS.get(key)

@@ -33,29 +33,32 @@ class GrowthConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def timed(cls: type) -> type:
-    """A subclass of a saver class that records how long each ``put`` takes."""
+def timed(cls: type, put_ns: list[int]) -> type:
+    """A subclass of a saver class that appends how long each ``put`` takes to ``put_ns``."""
 
-    class Timed(cls):  # type: ignore[misc, valid-type]
-        def put(self, *args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter_ns()
-            try:
-                return super().put(*args, **kwargs)
-            finally:
-                self.put_ns.append(time.perf_counter_ns() - start)
+    def put(self: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return super(timed_class, self).put(*args, **kwargs)
+        finally:
+            put_ns.append(time.perf_counter_ns() - start)
 
-    Timed.__name__ = f"Timed{cls.__name__}"
-    return Timed
+    timed_class: type = type(f"Timed{cls.__name__}", (cls,), {"put": put})
+    return timed_class
 
 
 @dataclass
 class Saver:
-    """One contender: its checkpointer, how to read its stored bytes, how to close it."""
+    """One contender: its checkpointer, how to read its stored bytes, how to close it.
+
+    ``put_ns`` holds how long each of the checkpointer's ``put`` calls took (see :func:`timed`).
+    """
 
     name: str
     checkpointer: Any
     stored_bytes: Callable[[], int]
     close: Callable[[], None]
+    put_ns: list[int] = field(default_factory=list)
 
 
 def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
@@ -129,15 +132,16 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
     def want(name: str) -> bool:
         return wanted is None or name in wanted
 
-    ours = timed(SwarmStateSaver)
     if want("SwarmStateSaver(Store)"):
         store = ss.Store()
+        times: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(Store)",
-                ours(store),
+                timed(SwarmStateSaver, times)(store),
                 functools.partial(_memory_bytes_store, store),
                 store.close,
+                times,
             )
         )
     for level in ("NORMAL", "FULL"):
@@ -145,17 +149,23 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
         if want(name):
             path = tmp / f"{graph}-ours-{level.lower()}.db"
             disk = DiskStore(path, synchronous=level)
-            out.append(
-                Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close)
-            )
+            times = []
+            ours = timed(SwarmStateSaver, times)(disk)
+            bytes_of = functools.partial(_sqlite_bytes, path, True)
+            out.append(Saver(name, ours, bytes_of, disk.close, times))
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if want("InMemorySaver"):
-        mem = timed(InMemorySaver)()
+        times = []
+        mem = timed(InMemorySaver, times)()
         out.append(
             Saver(
-                "InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None
+                "InMemorySaver",
+                mem,
+                functools.partial(_memory_bytes_inmemory, mem),
+                lambda: None,
+                times,
             )
         )
     for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
@@ -164,15 +174,15 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
             continue
         path = tmp / f"{graph}-sqlite-{label.lower()}.db"
         conn = sqlite3.connect(path, check_same_thread=False)
-        saver = timed(SqliteSaver)(conn)
+        times = []
+        saver = timed(SqliteSaver, times)(conn)
         saver.setup()
         if level:
             conn.execute(f"PRAGMA synchronous = {level}")
-        out.append(Saver(name, saver, functools.partial(_sqlite_bytes, path, False), conn.close))
+        bytes_of = functools.partial(_sqlite_bytes, path, False)
+        out.append(Saver(name, saver, bytes_of, conn.close, times))
     if cfg.pg_dsn:
         out.extend(_pg_savers(cfg, graph, want))
-    for saver in out:
-        saver.checkpointer.put_ns = []
     return out
 
 
@@ -199,12 +209,14 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             store.close()
             drop_schema(dsn, ours_schema)
 
+        times: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(PostgresStore)",
-                timed(SwarmStateSaver)(store),
+                timed(SwarmStateSaver, times)(store),
                 functools.partial(_pg_bytes, cfg.pg_dsn, ours_schema),
                 close_ours,
+                times,
             )
         )
     if want("PostgresSaver"):
@@ -218,7 +230,8 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             row_factory=dict_row,
             options=f"-c search_path={peer_schema}",
         )
-        peer = timed(PostgresSaver)(conn)
+        peer_times: list[int] = []
+        peer = timed(PostgresSaver, peer_times)(conn)
         peer.setup()
 
         def close_peer() -> None:
@@ -231,6 +244,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
                 peer,
                 functools.partial(_pg_bytes, cfg.pg_dsn, peer_schema),
                 close_peer,
+                peer_times,
             )
         )
     return out

@@ -59,13 +59,13 @@ def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: 
 
     growth._SCRIPT = growth.conversation(seed, 10)
     store = _open(where)
-    saver = timed(SwarmStateSaver)(store)
-    saver.put_ns = []
+    put_ns: list[int] = []
+    saver = timed(SwarmStateSaver, put_ns)(store)
     graph = growth.build_graph(saver, delta=False)
     turn = 0
     while not stop.is_set():
         if turn == 3:  # imports and the first writes done: measure from here
-            saver.put_ns = []
+            put_ns.clear()
             ready.set()
         script = turn % len(growth._SCRIPT)
         graph.invoke(
@@ -77,7 +77,7 @@ def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: 
             durability="sync",
         )
         turn += 1
-    out.put(saver.put_ns)
+    out.put(put_ns)
     store.close()
 
 

@@ -27,7 +27,7 @@ from _savers import (
 )
 
 from swarmstate._bench import Op
-from swarmstate._bench_savers import Group, sqlite_saver
+from swarmstate._bench.savers import Group, sqlite_saver
 
 OURS, PEER = "SwarmStateSaver(Store)", "InMemorySaver"
 NORMAL, FULL = "SwarmStateSaver(DiskStore NORMAL)", "SwarmStateSaver(DiskStore FULL)"

@@ -5,8 +5,9 @@ Every checkpoint write carries the condition "this thread has no guard"
 writes on the condition that it did not change. Per backend, three threads
 are written in interleaved rounds, the same checkpoint each time:
 
-* ``control``: the checks turned off (the saver's guard bypassed: a write
-  with no condition, what a put cost before the checks existed);
+* ``control``: the checks turned off: a saver on a store whose conditional
+  write ignores its conditions (:func:`unguarded`), so each put is the write
+  with no condition, what a put cost before the checks existed;
 * ``unclaimed``: a thread never claimed (the one lookup);
 * ``fenced``: a claimed thread, written with its token.
 
@@ -26,23 +27,57 @@ from _config import Config
 from _results import Results
 from growth_savers import drop_schema
 
+from swarmstate import BaseStore
 from swarmstate._bench import round_stats
 
 VARIANTS = ("control", "unclaimed", "fenced")
 
 
-def _stores(cfg: Config, workdir: Path) -> dict[str, Any]:
+def unguarded(cls: type[BaseStore]) -> type[BaseStore]:
+    """A subclass of a store class whose conditional write ignores its conditions.
+
+    The saver sends every checkpoint write to ``_put_required``, the
+    primitive behind ``set_many(require=...)``; this one writes the same
+    rows as ``set_many`` without ``require`` does (``_put_many``).
+    """
+
+    def _put_required(
+        self: BaseStore,
+        rows: list[Any],
+        if_absent: bool,
+        ensure: list[Any],
+        require: list[Any],
+    ) -> int:
+        return self._put_many(rows, if_absent, ensure) if rows or ensure else 0
+
+    return type(f"Unguarded{cls.__name__}", (cls,), {"_put_required": _put_required})
+
+
+def _stores(cfg: Config, workdir: Path) -> dict[str, tuple[Any, Any]]:
+    """Per backend, the store the checks run on and the unguarded store of the control.
+
+    The control has a store of its own in memory and on disk (a file of its
+    own, so neither handle's writes empty the other's page cache), and a
+    second handle on the same schema on PostgreSQL.
+    """
     import swarmstate as ss
     from swarmstate.backends.disk import DiskStore
 
     workdir.mkdir(parents=True, exist_ok=True)
-    stores: dict[str, Any] = {"memory": ss.Store(), "disk": DiskStore(workdir / "workers.db")}
+    stores: dict[str, tuple[Any, Any]] = {
+        "memory": (ss.Store(), unguarded(ss.Store)()),
+        "disk": (
+            DiskStore(workdir / "workers.db"),
+            unguarded(DiskStore)(workdir / "workers-control.db"),  # type: ignore[call-arg]
+        ),
+    }
     if cfg.pg_dsn:
         from swarmstate.backends.postgres import PostgresStore
 
-        pg = PostgresStore(cfg.pg_dsn, schema=f"bench_workers_{time.time_ns() % 10**9}")
+        schema = f"bench_workers_{time.time_ns() % 10**9}"
+        pg = PostgresStore(cfg.pg_dsn, schema=schema)
         pg.setup()
-        stores["postgres"] = pg
+        stores["postgres"] = (pg, unguarded(PostgresStore)(cfg.pg_dsn, schema=schema))  # type: ignore[call-arg]
     return stores
 
 
@@ -52,19 +87,9 @@ def section_workers(cfg: Config, res: Results, workdir: Path) -> None:
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     rounds, per_round = max(10, cfg.rounds // 2), max(8, cfg.per_round * 2)
-    for backend, store in _stores(cfg, workdir).items():
+    for backend, (store, control_store) in _stores(cfg, workdir).items():
         saver = SwarmStateSaver(store)
-        control = SwarmStateSaver(store)
-        # The guard bypassed: the write with no condition, on both of the saver's
-        # ways to the store (a put of its checkpoint entry alone takes write_entry).
-        control._guards.write = (  # type: ignore[method-assign]
-            lambda thread, fence, built_on, items, _set=store.set_many, **kw: _set(items, **kw)
-        )
-        control._guards.write_entry = (  # type: ignore[method-assign]
-            lambda thread, built_on, ns, key, data, _set=store.set_many: _set(
-                [(ns, key, data)], raw=True
-            )
-        )
+        control = SwarmStateSaver(control_store)
         token = saver.claim("fenced", ttl=3600)
         runs = {
             "control": (control, "control", {}),
@@ -128,6 +153,7 @@ def section_workers(cfg: Config, res: Results, workdir: Path) -> None:
             per_call=False,
         )
         store.close()
+        control_store.close()
         if backend == "postgres":
             drop_schema(cfg.pg_dsn, store.schema)
     if not cfg.pg_dsn:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, ClassVar, Final, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from swarmstate._checks import (
     MAX_LIMIT,
@@ -71,7 +71,6 @@ from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
 
 __all__ = [
-    "MISSING",
     "BaseStore",
     "Values",
     "check_conditions",
@@ -94,16 +93,6 @@ class _PointReads:
     def __init__(self, read: Any) -> None:
         self.get = read
 
-
-class _Missing:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final[Any] = _Missing()
-"""Sentinel for "no value", distinct from a stored ``None``."""
 
 _MAX_CHAR = chr(0x10FFFF)
 
@@ -398,7 +387,7 @@ class BaseStore(abc.ABC):
         """Raise :class:`SnapshotError` unless ``snapshot`` belongs to this store.
 
         Durable backends also check the snapshot's token against their own
-        record when they read it (see :meth:`_foreign`).
+        record when they read it (see :func:`swarmstate._snapshot.foreign`).
         """
         if not isinstance(snapshot, Snapshot):
             raise SnapshotError(f"expected a swarmstate Snapshot, got {type(snapshot).__name__}")
@@ -407,20 +396,6 @@ class BaseStore(abc.ABC):
                 f"snapshot {snapshot.id} belongs to another store; restore or diff "
                 "snapshots only on the store that took them"
             )
-
-    def _evicted(self, snapshot: Snapshot) -> SnapshotError:
-        return SnapshotError(
-            f"snapshot {snapshot.id} was evicted (max_history={self.max_history}); "
-            "raise max_history to keep more snapshots"
-        )
-
-    def _foreign(self, snapshot: Snapshot) -> SnapshotError:
-        return SnapshotError(
-            f"snapshot {snapshot.id} belongs to another store: this store's snapshot "
-            f"{snapshot.id} is a different one (the data was copied from the store that "
-            "took it after the copy was made); restore or diff snapshots only on the "
-            "store that took them"
-        )
 
     # -- the primitives a backend implements -------------------------------
 

@@ -44,11 +44,12 @@ from operator import is_not
 from typing import Any
 
 from swarmstate import _trie
-from swarmstate._base import MISSING, BaseStore, check_conditions, prefix_upper_bound
+from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
-from swarmstate._snapshot import Diff, Snapshot, sorted_diff
+from swarmstate._snapshot import Diff, Snapshot, evicted, sorted_diff
 from swarmstate._sorted import SortedKeys
+from swarmstate._trie import MISSING
 
 __all__ = ["Store"]
 
@@ -366,7 +367,7 @@ class Store(BaseStore):
     def _check_live(self, snapshot: Snapshot) -> None:
         self._check_own(snapshot)
         if snapshot.id not in self._retained:
-            raise self._evicted(snapshot)
+            raise evicted(snapshot, self.max_history)
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_live(snapshot)

@@ -2,22 +2,21 @@
 
 A :class:`Snapshot` holds no data of its own: every backend stores what a
 snapshot sees (memory shares structure, SQLite and PostgreSQL keep row
-versions), and the handle asks its store. A :class:`Diff` is the list of
-keys that turn one snapshot into another.
+versions), and the handle asks its store, through the few hooks
+:class:`Source` names (:class:`~swarmstate.BaseStore` has them all). A
+:class:`Diff` is the list of keys that turn one snapshot into another.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from swarmstate._checks import check_key
+from swarmstate._errors import SnapshotError
 
-if TYPE_CHECKING:
-    from swarmstate._base import BaseStore
-
-__all__ = ["Diff", "Snapshot", "sorted_diff"]
+__all__ = ["Diff", "Snapshot", "Source", "evicted", "foreign", "sorted_diff"]
 
 
 class Diff(TypedDict):
@@ -26,6 +25,26 @@ class Diff(TypedDict):
     added: list[tuple[str, str]]
     removed: list[tuple[str, str]]
     changed: list[tuple[str, str]]
+
+
+class Source(Protocol):
+    """What a :class:`Snapshot` reads through: the store that took it."""
+
+    @property
+    def _uid(self) -> str:
+        """Identifies the store's data."""
+
+    def _check_own(self, snapshot: object) -> None:
+        """Raise :class:`~swarmstate.SnapshotError` unless ``snapshot`` is this store's."""
+
+    def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
+        """The value ``snapshot`` saw under ``(namespace, key)``, or ``default``."""
+
+    def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
+        """Every ``(namespace, key)`` ``snapshot`` saw, sorted."""
+
+    def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
+        """What turns ``base`` into ``later``."""
 
 
 def sorted_diff(
@@ -60,7 +79,7 @@ class Snapshot:
     timestamp: float
     size_bytes: int
     count: int
-    _store: BaseStore
+    _store: Source
     _payload: Any = None
     # Random per snapshot and kept with it by durable backends: a copy of the
     # file or schema shares the uid but not the tokens of later snapshots.
@@ -73,7 +92,7 @@ class Snapshot:
         timestamp: float,
         size_bytes: int,
         count: int,
-        _store: BaseStore,
+        _store: Source,
         _payload: Any = None,
         _token: int | None = None,
     ) -> None:
@@ -127,3 +146,21 @@ class Snapshot:
             f"Snapshot(id={self.id}, parent={self.parent}, count={self.count}, "
             f"size_bytes={self.size_bytes})"
         )
+
+
+def evicted(snapshot: Snapshot, max_history: int | None) -> SnapshotError:
+    """The error for a snapshot its store no longer retains (``max_history`` is the store's)."""
+    return SnapshotError(
+        f"snapshot {snapshot.id} was evicted (max_history={max_history}); "
+        "raise max_history to keep more snapshots"
+    )
+
+
+def foreign(snapshot: Snapshot) -> SnapshotError:
+    """The error for a snapshot whose id the store has, taken by another store (a copy)."""
+    return SnapshotError(
+        f"snapshot {snapshot.id} belongs to another store: this store's snapshot "
+        f"{snapshot.id} is a different one (the data was copied from the store that "
+        "took it after the copy was made); restore or diff snapshots only on the "
+        "store that took them"
+    )

@@ -28,13 +28,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import compress
 from operator import is_not
-from typing import Any
+from typing import Any, Final
 
-from swarmstate._base import MISSING
-
-__all__ = ["Trie", "assoc", "diff", "dissoc", "get", "items"]
+__all__ = ["MISSING", "Trie", "assoc", "diff", "dissoc", "get", "items"]
 
 Trie = dict[Any, Any] | list[Any] | None
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final[Any] = _Missing()
+"""Sentinel for "no value", distinct from a stored ``None``."""
 
 WIDTH = 32
 _SLOTS = range(WIDTH)

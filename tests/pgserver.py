@@ -131,15 +131,18 @@ class Cluster:
 def create_schema_at_version(conninfo: str, schema: str, version: int) -> None:
     """Create ``schema`` as swarmstate's setup() left it at ``version`` (an older release)."""
     import psycopg
+    from pg_releases import RELEASED
     from psycopg import sql
 
-    from swarmstate.backends import _pg_migrations, _pg_sql
+    from swarmstate.backends.postgres import statements as _pg_sql
 
+    if not 1 <= version <= len(RELEASED):
+        raise ValueError(f"no released schema version {version} (1 to {len(RELEASED)})")
     ident = sql.Identifier(schema)
     with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
         conn.execute(sql.SQL(_pg_sql.SCHEMA_VERSION_TABLE).format(schema=ident))
-        for number, step in enumerate(_pg_migrations.MIGRATIONS[:version], 1):
+        for number, step in enumerate(RELEASED[:version], 1):
             for statement in step:
                 conn.execute(sql.SQL(statement).format(schema=ident))
             conn.execute(sql.SQL(_pg_sql.RECORD_VERSION).format(schema=ident), (number,))

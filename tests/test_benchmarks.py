@@ -25,7 +25,7 @@ import report  # noqa: E402
 from _config import Config  # noqa: E402
 from _results import Results, pooled_rows  # noqa: E402
 
-from swarmstate._bench_stream import Conversation, Replay  # noqa: E402
+from swarmstate._bench.conversation import Conversation, Replay  # noqa: E402
 
 
 def _generate(seed: int) -> list[str]:

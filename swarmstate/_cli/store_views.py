@@ -87,8 +87,8 @@ def _checkpoints(store: BaseStore) -> tuple[int | None, list[dict[str, str]]]:
 def _integrity(store: BaseStore) -> list[str] | None:
     """``PRAGMA integrity_check`` rows on a read-only connection; None off SQLite."""
     try:
-        from swarmstate.backends import _sqlite_readonly as ro
         from swarmstate.backends.disk import DiskStore
+        from swarmstate.backends.disk import readonly as ro
     except ImportError:  # no disk extra: then the store is not a DiskStore either
         return None
     if not isinstance(store, DiskStore):

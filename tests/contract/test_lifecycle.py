@@ -119,7 +119,7 @@ async def test_async_with_waits_for_a_write_in_flight_off_the_event_loop(tmp_pat
         # The rows are encoded; once the write lock is taken the batch is being
         # written (the small write before it has long released the lock). A
         # fixed pause here raced with set_many building its parameters.
-        while not store._write_lock.locked() and writer.is_alive():
+        while not store._db.write_lock.locked() and writer.is_alive():
             await asyncio.sleep(0.001)
         ticker = asyncio.create_task(tick())
         await asyncio.sleep(0.02)

@@ -110,13 +110,13 @@ def test_disk_set_of_10kb_is_within_1_3x_of_a_bare_apsw_insert(
 
 def _conversation(count: int) -> Any:
     """LangGraph's runtime calls for ``count`` checkpoints, as the benchmark suite replays them."""
-    from swarmstate._bench_stream import Conversation
+    from swarmstate._bench.conversation import Conversation
 
     return Conversation.record(7, count)
 
 
 def test_saver_latest_read_is_flat_as_the_thread_grows(benchmark: Any) -> None:
-    from swarmstate._bench_stream import Replay
+    from swarmstate._bench.conversation import Replay
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     conversation = _conversation(2_000)
@@ -133,7 +133,7 @@ def test_saver_latest_read_is_flat_as_the_thread_grows(benchmark: Any) -> None:
 
 def _stepper(conversation: Any, saver: Any, thread: str) -> Any:
     """One runtime step per call: ``put`` of checkpoint ``i + 1``, then its tasks' writes."""
-    from swarmstate._bench_stream import Replay
+    from swarmstate._bench.conversation import Replay
 
     replay = Replay(conversation, saver, thread)
     replay.put(0)

@@ -16,12 +16,13 @@ import textwrap
 import threading
 from pathlib import Path
 
+import apsw
 import pytest
 from copies import check_a_copy_refuses_the_originals_later_snapshots
 
 import swarmstate as ss
-from swarmstate.backends import disk
-from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.disk import DiskStore, writes
+from swarmstate.backends.disk.connections import Connections
 
 # Set by the first at-fork hook to run (hooks registered later run first, and
 # DiskStore's was registered when the import above ran): a fork has begun.
@@ -49,11 +50,11 @@ def _hold_a_write(store: DiskStore, inside: threading.Event, release: threading.
     data = ss.dumps("held")
 
     def body(conn: object) -> None:
-        disk._put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
+        writes.put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
         inside.set()
         release.wait(timeout=60)
 
-    store._write("hold", body)
+    store._db.write("hold", body)
 
 
 def _child_exit(check: object) -> None:
@@ -146,14 +147,14 @@ def test_threads_of_a_child_making_their_first_calls_at_once_reset_the_store_onc
 
         def check() -> None:
             resets: list[str] = []
-            real = DiskStore._reset_process_state
+            real = Connections._reset_process_state
 
-            def slow_reset(self: DiskStore) -> None:
+            def slow_reset(self: Connections) -> None:
                 resets.append(threading.current_thread().name)
                 threading.Event().wait(0.2)  # the other thread arrives meanwhile
                 real(self)
 
-            monkeypatch.setattr(DiskStore, "_reset_process_state", slow_reset)
+            monkeypatch.setattr(Connections, "_reset_process_state", slow_reset)
             start, errors = threading.Barrier(2), []
 
             def first_calls(name: str) -> None:
@@ -187,14 +188,14 @@ def test_an_interrupt_right_after_begin_leaves_no_transaction_open(db: Path) -> 
     # join it and never commit).
     store = DiskStore(db)
     store.set("a", "b", 1)
-    real = store._retry_busy
+    real = store._db.retry_busy
 
     def interrupted(attempt: object, *args: object) -> object:
         real(attempt, *args)  # type: ignore[arg-type]  # runs BEGIN IMMEDIATE
-        store._retry_busy = real  # type: ignore[method-assign]
+        store._db.retry_busy = real  # type: ignore[method-assign]
         raise KeyboardInterrupt
 
-    store._retry_busy = interrupted  # type: ignore[method-assign,assignment]
+    store._db.retry_busy = interrupted  # type: ignore[method-assign,assignment]
     with pytest.raises(KeyboardInterrupt):
         store.delete("a", "b")
     other = threading.Thread(target=lambda: store.set("x", "y", 42))
@@ -227,7 +228,7 @@ def test_snapshots_taken_before_the_token_column_still_restore(db: Path) -> None
     with DiskStore(db) as store:
         store.set("ns", "k", 1)
         store.snapshot()
-    conn = disk.apsw.Connection(str(db))
+    conn = apsw.Connection(str(db))
     conn.execute("UPDATE snapshots SET token = NULL")  # as a version 1 file left them
     conn.close()
     with DiskStore(db) as again:

@@ -24,8 +24,7 @@ import apsw
 import pytest
 
 import swarmstate as ss
-from swarmstate.backends import _sqlite, _sqlite_open
-from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.disk import DiskStore, opening, schema, statements
 
 
 def raw(path: Path) -> apsw.Connection:
@@ -181,8 +180,8 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     store.setup()
     store.setup()
     assert store.get("a", "x") == 1
-    assert scalar(db, "PRAGMA user_version") == _sqlite.SCHEMA_VERSION
-    assert scalar(db, "PRAGMA application_id") == _sqlite.APPLICATION_ID
+    assert scalar(db, "PRAGMA user_version") == schema.SCHEMA_VERSION
+    assert scalar(db, "PRAGMA application_id") == schema.APPLICATION_ID
     assert scalar(db, "PRAGMA journal_mode") == "wal"
     conn = raw(db)
     rows: list[Any] = conn.execute("SELECT name, value FROM meta").fetchall()
@@ -191,16 +190,16 @@ def test_setup_is_idempotent_and_records_the_format(db: Path) -> None:
     assert meta["codec"] == "msgpack"
     assert meta["format"] == "swarmstate"
     assert meta["uid"] == store._uid
-    versions = [v for v, _ in _sqlite.MIGRATIONS]
+    versions = [v for v, _ in schema.MIGRATIONS]
     assert versions == sorted(versions)
-    assert versions[-1] == _sqlite.SCHEMA_VERSION
+    assert versions[-1] == schema.SCHEMA_VERSION
     store.close()
 
 
 @pytest.mark.parametrize(("level", "code"), [("NORMAL", 1), ("FULL", 2), ("full", 2)])
 def test_synchronous_level_is_applied(db: Path, level: str, code: int) -> None:
     store = DiskStore(db, synchronous=level)
-    row: Any = store._conn().execute("PRAGMA synchronous").fetchone()
+    row: Any = store._db.conn().execute("PRAGMA synchronous").fetchone()
     assert row[0] == code
     store.close()
 
@@ -208,20 +207,20 @@ def test_synchronous_level_is_applied(db: Path, level: str, code: int) -> None:
 # -- queries stay indexed -------------------------------------------------------------
 
 INDEXED_QUERIES = [
-    (_sqlite.GET, ("ns", "k")),
-    (_sqlite.EXISTS, ("ns", "k")),
-    (_sqlite.PUT_FAST, ("ns", "k", 1, b"\xc0")),
-    (_sqlite.PUT_FAST_UNLESS, ("ns", "k", 1, b"\xc0", "guard", "g")),
-    (_sqlite.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
-    (_sqlite.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
-    (_sqlite.NAMESPACES_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_ROWS_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_DELETE_NEW_SQL[True], ("t/", "t0")),
-    (_sqlite.PREFIX_END_SQL[True], ("t/", "t0")),
-    (_sqlite.SNAPSHOT_GET, ("ns", "k", 5, 1)),
-    (_sqlite.RESTORE_PLAN, {"m": 1, "v": 1}),
-    (_sqlite.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
-    (_sqlite.TOTALS, ()),
+    (statements.GET, ("ns", "k")),
+    (statements.EXISTS, ("ns", "k")),
+    (statements.PUT_FAST, ("ns", "k", 1, b"\xc0")),
+    (statements.PUT_FAST_UNLESS, ("ns", "k", 1, b"\xc0", "guard", "g")),
+    (statements.RANGE_SQL[("key, value", True, True, True)], ("ns", "a", "b", 1)),
+    (statements.RANGE_SQL[("key", False, False, True)], ("ns", None, None, 1)),
+    (statements.NAMESPACES_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_ROWS_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_DELETE_NEW_SQL[True], ("t/", "t0")),
+    (statements.PREFIX_END_SQL[True], ("t/", "t0")),
+    (statements.SNAPSHOT_GET, ("ns", "k", 5, 1)),
+    (statements.RESTORE_PLAN, {"m": 1, "v": 1}),
+    (statements.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
+    (statements.TOTALS, ()),
 ]
 
 
@@ -229,7 +228,7 @@ INDEXED_QUERIES = [
 def test_hot_queries_never_scan_the_entries_table(db: Path, query: str, params: Any) -> None:
     store = DiskStore(db)
     store.set_many([(f"t/{i % 10}", f"k{i}", i) for i in range(500)])
-    plan = [row[3] for row in store._conn().execute("EXPLAIN QUERY PLAN " + query, params)]
+    plan = [row[3] for row in store._db.conn().execute("EXPLAIN QUERY PLAN " + query, params)]
     assert plan
     assert not [step for step in plan if step.startswith("SCAN") and "entries" in step], plan
     store.close()
@@ -238,14 +237,14 @@ def test_hot_queries_never_scan_the_entries_table(db: Path, query: str, params: 
 def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db: Path) -> None:
     """The write of every unclaimed checkpoint alone: decided inside one statement, in each case."""
     store = DiskStore(db)
-    conn = store._conn()
-    opcodes = [row[1] for row in conn.execute("EXPLAIN " + _sqlite.PUT_FAST_UNLESS, (1,) * 6)]
+    conn = store._db.conn()
+    opcodes = [row[1] for row in conn.execute("EXPLAIN " + statements.PUT_FAST_UNLESS, (1,) * 6)]
     assert "OpenEphemeral" not in opcodes  # an INSERT ... SELECT from entries copies first
     store.set("guard", "taken", 1)
 
     def one(key: str, data: bytes, condition: str) -> int:
         params = ("ns", key, len(data), data, "guard", condition)
-        return store._one_statement(_sqlite.PUT_FAST_UNLESS, params)
+        return store._db.one_statement(statements.PUT_FAST_UNLESS, params)
 
     assert one("k", b"\x01", "free") == 1  # inserted
     assert one("k", b"\x02", "free") == 1  # overwritten in place
@@ -266,11 +265,11 @@ def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db
 def test_one_statement_writes_reuse_one_cursor_of_the_writer(db: Path) -> None:
     store = DiskStore(db)
     store.set_many([("ns", "a", 1)], require=[("guard", "g", ss.ABSENT)])
-    cursor = store._write_cursor
+    cursor = store._db._write_cursor
     assert cursor is not None
-    assert cursor.connection is store._writer
+    assert cursor.connection is store._db._writer
     store.set_many([("ns", "b", 2)], require=[("guard", "g", ss.ABSENT)])
-    assert store._write_cursor is cursor
+    assert store._db._write_cursor is cursor
     assert dict(store.items("ns")) == {"a": 1, "b": 2}
     store.close()
 
@@ -329,14 +328,14 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     store.set("a", "x", 1)
     store.close()
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION + 1}")
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
     conn.close()
     before = digest(db)
     with pytest.raises(ss.IncompatibleStoreError, match="newer"):
         DiskStore(db)
     assert digest(db) == before
     conn = apsw.Connection(str(db))
-    conn.execute(f"PRAGMA user_version = {_sqlite.SCHEMA_VERSION}")
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
     conn.close()
     with DiskStore(db) as again:
         assert again.get("a", "x") == 1
@@ -490,14 +489,12 @@ def test_threads_that_come_and_go_reuse_the_connections_of_ended_ones(
     store.set("ns", "warm", 0)
     used: list[apsw.Connection] = []
     opened: list[str] = []
-    real_open = _sqlite_open.open_connection
-    monkeypatch.setattr(
-        _sqlite_open, "open_connection", lambda p: (opened.append(p), real_open(p))[1]
-    )
+    real_open = opening.open_connection
+    monkeypatch.setattr(opening, "open_connection", lambda p: (opened.append(p), real_open(p))[1])
 
     def write(key: str) -> None:
         store.set("ns", key, 1)
-        used.append(store._conn())
+        used.append(store._db.conn())
 
     for round_ in range(10):
         pair = [threading.Thread(target=write, args=(f"{round_}.{n}",)) for n in range(2)]
@@ -507,7 +504,7 @@ def test_threads_that_come_and_go_reuse_the_connections_of_ended_ones(
             thread.join()
     assert len(used) == 20
     assert 1 <= len(opened) <= 2  # two threads at a time: at most two connections, reused
-    assert len(store._conns) <= 3  # with the main thread's
+    assert len(store._db._conns) <= 3  # with the main thread's
     assert store.count("ns") == 21
     store.close()
 
@@ -517,7 +514,7 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
     left: list[apsw.Connection] = []
 
     def abandon() -> None:
-        conn = store._conn()
+        conn = store._db.conn()
         conn.execute("BEGIN")  # a thread that ended mid-transaction (it cannot happen
         left.append(conn)  # through the store's API, which always ends its own)
 
@@ -525,7 +522,9 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
     thread.start()
     thread.join()
     got: list[apsw.Connection] = []
-    thread = threading.Thread(target=lambda: (store.set("ns", "k", 1), got.append(store._conn())))
+    thread = threading.Thread(
+        target=lambda: (store.set("ns", "k", 1), got.append(store._db.conn()))
+    )
     thread.start()
     thread.join()
     assert got[0] is not left[0]
@@ -535,12 +534,12 @@ def test_a_connection_left_inside_a_transaction_is_not_reused(db: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
 def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
-    from swarmstate.backends import _disk_process
+    from swarmstate.backends.disk import process
 
     store = DiskStore(db)
     store.set("a", "parent", 1)
-    parent_conn = store._conn()
-    parent_cursor = store._write_cursor  # kept by the one-statement write
+    parent_conn = store._db.conn()
+    parent_cursor = store._db._write_cursor  # kept by the one-statement write
     assert parent_cursor is not None
     pid = os.fork()
     if pid == 0:  # the child: report through the exit code, never return to pytest
@@ -548,10 +547,10 @@ def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
         try:
             assert store.get("a", "parent") == 1
             store.set("a", "child", 2)
-            assert store._conn() is not parent_conn
+            assert store._db.conn() is not parent_conn
             # The parent's cursor is kept, never freed here (freeing takes its mutex).
-            assert store._write_cursor is not parent_cursor
-            assert any(kept is parent_cursor for kept in _disk_process.ABANDONED)
+            assert store._db._write_cursor is not parent_cursor
+            assert any(kept is parent_cursor for kept in process.ABANDONED)
             store.snapshot()
             store.close()
             code = 0
@@ -559,7 +558,7 @@ def test_child_after_fork_opens_its_own_connection(db: Path) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert store._conn() is parent_conn
+    assert store._db.conn() is parent_conn
     assert store.get("a", "child") == 2
     assert [s.id for s in store.snapshots()] == [1]
     store.set("a", "parent", 3)
@@ -747,7 +746,7 @@ def test_every_connection_plans_statements_independently_of_bound_values(db: Pat
     seen: list[int] = []
 
     def worker() -> None:
-        seen.append(store._conn().config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1))
+        seen.append(store._db.conn().config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1))
 
     worker()
     thread = threading.Thread(target=worker)

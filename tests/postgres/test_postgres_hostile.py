@@ -19,9 +19,9 @@ from pgserver import create_schema_at_version, find_bindir
 from psycopg import sql
 
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_sql
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
+from swarmstate.backends.postgres import statements as _pg_sql
 
 pytestmark = pytest.mark.postgres
 
@@ -159,7 +159,7 @@ def test_a_handle_on_an_older_schema_follows_a_migration_run_elsewhere(
         # The older handle stays correct through the statements it started with...
         old.set("ns", "c", 3)
         assert old.items("ns", limit=3) == [("a", 1), ("b", 2), ("c", 3)]
-        old._recheck_at = 0.0  # ... and moves to version 6's when it looks again (30 s)
+        old._session._recheck_at = 0.0  # ... and moves to version 6's when it looks again (30 s)
         long = _text(6, 1200)
         old.set("ns", long, 4)
         assert old.keys("ns", start="c") == sorted(["c", long, medium])

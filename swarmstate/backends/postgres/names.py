@@ -1,8 +1,8 @@
 """How PostgresStore passes names: UTF-8 bytes, index forms of long names, batch arrays.
 
-From schema version 6 a name longer than :data:`~._pg_migrations.HEAD_BYTES`
+From schema version 6 a name longer than :data:`~.schema.HEAD_BYTES`
 is looked up in its index form and written with its long form beside it
-(see :mod:`swarmstate.backends._pg_migrations`); shorter names are both.
+(see :mod:`swarmstate.backends.postgres.schema`); shorter names are both.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 
 from swarmstate._checks import Row
-from swarmstate.backends._pg_migrations import HEAD_BYTES
+from swarmstate.backends.postgres.schema import HEAD_BYTES
 
 __all__ = [
     "Arrays",

@@ -14,13 +14,11 @@ docs/postgres.md).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from swarmstate._reclaim import ReclaimReport
-from swarmstate.backends._pg_conn import psycopg, sql
-
-if TYPE_CHECKING:
-    from swarmstate.backends.postgres import PostgresStore
+from swarmstate.backends.postgres.driver import psycopg, sql
+from swarmstate.backends.postgres.session import Session
 
 __all__ = ["TABLES", "reclaim"]
 
@@ -38,13 +36,13 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind = 'r'"""
 
 
-def reclaim(store: PostgresStore, full: bool) -> ReclaimReport:
+def reclaim(session: Session, full: bool) -> ReclaimReport:
     """Vacuum and analyze each of the store's tables; the sizes before and after.
 
     ``full`` runs the same plain ``VACUUM`` and says so in the note.
     """
     started = time.monotonic()
-    store._ready()  # a schema without the store's tables gets setup()'s advice
+    session.ready()  # a schema without the store's tables gets setup()'s advice
     warnings: list[str] = []
 
     def note(diagnostic: psycopg.errors.Diagnostic) -> None:
@@ -57,23 +55,23 @@ def reclaim(store: PostgresStore, full: bool) -> ReclaimReport:
         conn.add_notice_handler(note)
         try:
             with conn.cursor() as cur:
-                before, block = _sizes(cur, store.schema)
+                before, block = _sizes(cur, session.schema)
                 longest = 0.0
                 for table in TABLES:
                     began = time.monotonic()
                     cur.execute(
                         sql.SQL("VACUUM (ANALYZE) {}.{}").format(
-                            sql.Identifier(store.schema), sql.Identifier(table)
+                            sql.Identifier(session.schema), sql.Identifier(table)
                         )
                     )
                     longest = max(longest, time.monotonic() - began)
-                after, _ = _sizes(cur, store.schema)
+                after, _ = _sizes(cur, session.schema)
         finally:
             conn.remove_notice_handler(note)
             conn.autocommit = autocommit
         return before, after, block, longest
 
-    before, after, block, longest = store._run(work)
+    before, after, block, longest = session.run(work)
     return ReclaimReport(
         backend="PostgresStore",
         bytes_before=before,

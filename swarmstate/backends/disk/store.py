@@ -1,12 +1,12 @@
 """DiskStore: the store contract in one SQLite file (apsw, WAL), durable snapshots.
 
 Values and every row version a retained snapshot needs live in one table
-(see :mod:`swarmstate.backends._sqlite` for the layout). A snapshot is one
+(see :mod:`swarmstate.backends.disk.schema` for the layout). A snapshot is one
 row recording a version, never a copy; restore and diff read only the rows
 written since. Several threads and processes may share the file: threads
 read on connections of their own and a process writes through one
-(:mod:`swarmstate.backends._disk_conns` says why); fork and closing from
-other threads: see :mod:`swarmstate.backends._disk_process`.
+(:mod:`swarmstate.backends.disk.connections` says why); fork and closing from
+other threads: see :mod:`swarmstate.backends.disk.process`.
 """
 
 from __future__ import annotations
@@ -17,27 +17,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
-from swarmstate._checks import ABSENT, Bound, Limit, Pair, Requirement, Row
+from swarmstate._base import BaseStore, prefix_upper_bound
+from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
-from swarmstate._snapshot import Diff, Snapshot, sorted_diff
-from swarmstate.backends import _disk_process as process
-from swarmstate.backends import _sqlite as sql
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends import _sqlite_readonly as ro
-from swarmstate.backends import _sqlite_reclaim
-from swarmstate.backends._disk_conns import Connections
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
+from swarmstate.backends.disk import opening, writes
+from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk import reclaim as reclaiming
+from swarmstate.backends.disk import statements as sql
+from swarmstate.backends.disk.connections import Connections
+from swarmstate.backends.disk.driver import Connection, apsw
+from swarmstate.backends.disk.schema import SYNCHRONOUS_LEVELS
 
 __all__ = ["DiskStore"]
 
-_Params = tuple[str, str, int, bytes]
 _NO_LIMIT = -1  # SQLite's LIMIT for "all rows"
 
 
-class DiskStore(Connections, BaseStore):
+class DiskStore(BaseStore):
     """State keyed by ``(namespace, key)`` in one SQLite file, snapshots included.
 
     Args:
@@ -82,7 +81,7 @@ class DiskStore(Connections, BaseStore):
     ) -> None:
         super().__init__(max_history=max_history)
         level = synchronous.upper() if isinstance(synchronous, str) else synchronous
-        if level not in sql.SYNCHRONOUS_LEVELS:
+        if level not in SYNCHRONOUS_LEVELS:
             raise InvalidArgumentError(
                 f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
             )
@@ -102,16 +101,16 @@ class DiskStore(Connections, BaseStore):
         self.readonly = readonly
         self._file = str(self.path)
         self._page_size: int | None = None
-        self._closed = False
-        self._reset_process_state()
-        process.register(self)
+        self._db = Connections(
+            self._file, readonly=readonly, synchronous=level, busy_timeout=self.busy_timeout
+        )
         existed = False if self.readonly else opening.prepare_file(self._file)
         try:
             if self.readonly:
-                self._uid = ro.identify_readonly(self._conn(), self._file)
+                self._uid = ro.identify_readonly(self._db.conn(), self._file)
             else:
                 if existed:
-                    self._retry_busy(
+                    self._db.retry_busy(
                         lambda: opening.probe(self._file, self.busy_timeout),
                         (apsw.BusyError, apsw.LockedError),
                     )
@@ -131,7 +130,7 @@ class DiskStore(Connections, BaseStore):
         busy at once, without waiting in its busy handler: the whole sequence
         is retried.
         """
-        conn = self._new_connection()
+        conn = self._db.new_connection()
 
         def open_file() -> str:
             opening.identify(conn, self._file)  # as probe() did, should the file have changed since
@@ -139,27 +138,27 @@ class DiskStore(Connections, BaseStore):
             opening.use_wal(conn, self._file)
             return opening.setup(conn, self._file)
 
-        with self._write_lock:
-            return self._retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
+        with self._db.write_lock:
+            return self._db.retry_busy(open_file, (apsw.BusyError, apsw.LockedError))
 
     def setup(self) -> None:
         """Create or migrate the schema; idempotent, and already run by the constructor."""
-        self._check_writable()
-        conn = self._conn()
-        with self._write_lock:
+        self._db.check_writable()
+        conn = self._db.conn()
+        with self._db.write_lock:
             try:
                 opening.setup(conn, self._file)
             except apsw.Error as exc:
-                raise self._fail(exc, "set up the schema") from exc
+                raise self._db.fail(exc, "set up the schema") from exc
 
     # -- reads -----------------------------------------------------------
 
     def _read(self, pair: Pair) -> bytes | None:
-        conn = self._conn()
+        conn = self._db.conn()
         try:
             row = conn.execute(sql.GET, pair).fetchone()
         except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+            raise self._db.fail(exc, "read") from exc
         data: bytes | None = None if row is None else row[0]
         return data
 
@@ -171,7 +170,7 @@ class DiskStore(Connections, BaseStore):
                 found.append(None if row is None else row[0])
             return found
 
-        return self._read_in("read", body)
+        return self._db.read_in("read", body)
 
     def _range_keys(
         self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
@@ -194,95 +193,45 @@ class DiskStore(Connections, BaseStore):
         limit: int | None,
     ) -> list[Any]:
         query = sql.RANGE_SQL[(columns, start is not None, stop is not None, reverse)]
-        return self._query(query, (namespace, start, stop, _NO_LIMIT if limit is None else limit))
+        return self._db.query(
+            query, (namespace, start, stop, _NO_LIMIT if limit is None else limit)
+        )
 
     def _namespaces(self, prefix: str) -> list[str]:
         high = prefix_upper_bound(prefix)
-        rows = self._query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
+        rows = self._db.query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
         return [row[0] for row in rows]
 
     def _count(self, namespace: str) -> int:
-        return int(self._query(sql.COUNT, (namespace,))[0][0])
+        return int(self._db.query(sql.COUNT, (namespace,))[0][0])
 
     def __len__(self) -> int:
         """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
-        return int(self._query(sql.TOTALS)[0][4])
+        return int(self._db.query(sql.TOTALS)[0][4])
 
-    # -- writes ----------------------------------------------------------
+    # -- writes: which path each takes is in writes.py -------------------
 
     def _put(self, pair: Pair, data: bytes) -> None:
         if self.readonly:  # tested inline: set is the hot path
-            self._check_writable()
+            self._db.check_writable()
         params = (pair[0], pair[1], len(data), data)
-        # Covers inserts and overwrites of rows no snapshot needs.
-        if not self._one_statement(sql.PUT_FAST, params):
-            self._write("write", lambda c: _put(c, [params]))
+        # Path 1 covers inserts and overwrites of rows no snapshot needs.
+        if not self._db.one_statement(sql.PUT_FAST, params):
+            self._db.write("write", lambda conn: writes.put(conn, [params]))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        params = [(k[0], k[1], len(data), data) for k, data in rows]
-        put = _put_if_absent if if_absent else _put
-        if ensure:
-            defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
-            return self._write("write", lambda conn: _ensure(conn, defaults) + put(conn, params))
-        return self._write("write", lambda conn: put(conn, params))
-
-    def _put_unless(self, rows: list[Row], if_absent: bool, condition: Pair) -> int:
-        """``rows`` in one statement on the condition that ``condition`` has no live value.
-
-        A checkpoint with its new list segments, or a task's pending writes
-        (``if_absent``); a checkpoint alone is the one-row statement
-        :meth:`_put_required` runs itself. Rows written, or 0 when the
-        statement changed nothing or the shape has none: the caller then
-        runs the checked transaction, which tells why.
-        """
-        if if_absent:
-            statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
-        else:
-            statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
-        if not 0 < len(rows) <= most or (len(rows) == 1 and not if_absent):
-            return 0
-        bound: list[Any] = [*condition]
-        for pair, data in rows:
-            bound += (pair[0], pair[1], len(data), data)
-        written = self._one_statement(statements[len(rows)], tuple(bound), count=True)
-        if if_absent:
-            return written  # the condition held; any other key already had a value
-        return written if written == len(rows) else 0
+        return self._db.write("write", writes.batch(rows, if_absent, ensure))
 
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        if not ensure and len(require) == 1 and require[0][1] is ABSENT:
-            # The shapes of every unclaimed write: one statement each, not four.
-            condition = require[0][0]
-            if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
-                (ns, key), data = rows[0]
-                one = (ns, key, len(data), data, condition[0], condition[1])
-                if self._one_statement(sql.PUT_FAST_UNLESS, one):
-                    return 1
-            else:
-                written = self._put_unless(rows, if_absent, condition)
-                if written:
-                    return written
-        params = [(k[0], k[1], len(data), data) for k, data in rows]
-        defaults = [(k[0], k[1], len(data), data) for k, data in ensure]
-        put = _put_if_absent if if_absent else _put
-
-        def body(conn: Connection) -> int:
-            # Inside the write transaction: nothing can change between check and write.
-            found = []
-            for pair, _ in require:
-                row = conn.execute(sql.GET, pair).fetchone()
-                found.append(None if row is None else row[0])
-            check_conditions(require, found)
-            return (_ensure(conn, defaults) if defaults else 0) + (
-                put(conn, params) if params else 0
-            )
-
-        return self._write("write", body)
+        written = writes.unless(self._db, rows, if_absent, ensure, require)
+        if written:
+            return written
+        return self._db.write("write", writes.checked(rows, if_absent, ensure, require))
 
     def _delete_many(self, pairs: list[Pair]) -> int:
-        return self._write("delete", lambda conn: _delete(conn, pairs))
+        return self._db.write("delete", lambda conn: writes.delete(conn, pairs))
 
     def _delete_prefix(self, prefix: str) -> int:
         high = prefix_upper_bound(prefix)
@@ -294,7 +243,7 @@ class DiskStore(Connections, BaseStore):
             conn.execute(sql.PREFIX_END_SQL[flag], bounds)
             return int(removed + conn.changes())
 
-        return self._write("delete", body)
+        return self._db.write("delete", body)
 
     def _copy_prefix(self, source: str, target: str) -> int:
         high = prefix_upper_bound(source)
@@ -304,25 +253,25 @@ class DiskStore(Connections, BaseStore):
             query = sql.PREFIX_ROWS_SQL[high is not None]
             found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
             rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
-            return _put(conn, rows)
+            return writes.put(conn, rows)
 
-        return self._write("copy", body)
+        return self._db.write("copy", body)
 
     def clear(self) -> None:
         def body(conn: Connection) -> None:
             conn.execute(sql.CLEAR_DELETE_NEW)
             conn.execute(sql.CLEAR_END)
 
-        self._write("clear", body)
+        self._db.write("clear", body)
 
     def _footprint(self, namespace: str, key: str, size: int) -> int:
-        """Its table and index cells and overflow pages (see :func:`._sqlite_reclaim.footprint`)."""
+        """Its table and index cells and overflow pages (see :func:`.reclaim.footprint`)."""
         if self._page_size is None:
-            self._page_size = _sqlite_reclaim.page_size(self._conn())
-        return _sqlite_reclaim.footprint(self._page_size, namespace, key, size)
+            self._page_size = reclaiming.page_size(self._db.conn())
+        return reclaiming.footprint(self._page_size, namespace, key, size)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
-        """Free pages back to the file system in short steps (see :mod:`._sqlite_reclaim`).
+        """Free pages back to the file system in short steps (see :mod:`.reclaim`).
 
         Each step holds the write lock about ``STEP_SECONDS`` (5 ms), then
         lets writers in for at least as long; the final log truncation holds
@@ -330,8 +279,8 @@ class DiskStore(Connections, BaseStore):
         ``full=True`` runs one ``VACUUM`` instead, which blocks writers while
         it rewrites the file.
         """
-        self._check_writable()
-        return _sqlite_reclaim.reclaim(self, full)
+        self._db.check_writable()
+        return reclaiming.reclaim(self._db, full)
 
     # -- snapshots -------------------------------------------------------
 
@@ -357,7 +306,7 @@ class DiskStore(Connections, BaseStore):
                 _evict(conn, self.max_history)
             return snap
 
-        return self._write("take a snapshot", body)
+        return self._db.write("take a snapshot", body)
 
     def _restore(self, snapshot: Snapshot) -> None:
         def body(conn: Connection) -> None:
@@ -379,10 +328,10 @@ class DiskStore(Connections, BaseStore):
                     conn.execute(sql.COPY_ROW, (then,))
             conn.execute(sql.SET_HEAD, (snapshot.id,))
 
-        self._write("restore a snapshot", body)
+        self._db.write("restore a snapshot", body)
 
     def snapshots(self) -> list[Snapshot]:
-        rows = self._query(sql.SNAPSHOT_LIST)
+        rows = self._db.query(sql.SNAPSHOT_LIST)
         return [
             Snapshot(sid, parent, timestamp, size_bytes, count, self, _token=token)
             for sid, _, parent, timestamp, size_bytes, count, token in rows
@@ -396,9 +345,9 @@ class DiskStore(Connections, BaseStore):
         """
         row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
         if row is None:
-            raise self._evicted(snapshot)
+            raise evicted(snapshot, self.max_history)
         if row[1] != snapshot._token:
-            raise self._foreign(snapshot)
+            raise foreign(snapshot)
         return int(row[0])
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
@@ -409,7 +358,7 @@ class DiskStore(Connections, BaseStore):
             row = conn.execute(sql.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)).fetchone()
             return default if row is None else loads(row[0])
 
-        return self._read_in("read a snapshot", body)
+        return self._db.read_in("read a snapshot", body)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_own(snapshot)
@@ -419,7 +368,7 @@ class DiskStore(Connections, BaseStore):
             rows: list[Any] = conn.execute(sql.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
             return [(ns, key) for ns, key in rows]
 
-        return self._read_in("read a snapshot", body)
+        return self._db.read_in("read a snapshot", body)
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         def body(conn: Connection) -> Diff:
@@ -439,67 +388,33 @@ class DiskStore(Connections, BaseStore):
                     changed.append((ns, key))
             return sorted_diff(added, removed, changed)
 
-        return self._read_in("diff snapshots", body)
+        return self._db.read_in("diff snapshots", body)
+
+    # -- lifecycle -------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection this store opened in this process; idempotent.
+
+        Safe while other threads are inside calls: a write in flight is
+        allowed to finish, then every connection is closed (a read in flight
+        is waited for), all within ``busy_timeout``; those calls, and any
+        call made after, raise :class:`~swarmstate.StoreClosedError`.
+
+        Raises:
+            StorageError: A connection was still in use by another thread
+                after ``busy_timeout``; calling ``close()`` again retries it.
+        """
+        self._db.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"synchronous={self.synchronous}"
-        if self.readonly and not self._closed:
+        closed = self._db.closed
+        state = "closed" if closed else f"synchronous={self.synchronous}"
+        if self.readonly and not closed:
             state = "readonly"
         return f"DiskStore({self._file!r}, {state})"
 
 
-# -- helpers run inside a write transaction -----------------------------------
-
-
-def _put(conn: Connection, rows: list[_Params]) -> int:
-    """Write rows, keeping any current row a snapshot still needs as a past row.
-
-    Most rows are new keys or keys written since the latest snapshot: one
-    PUT_FAST each. Only a row whose current version a snapshot needs (PUT_FAST
-    changed nothing) pays for ending that version and inserting anew.
-    """
-    execute, changes = conn.execute, conn.changes
-    for row in rows:
-        execute(sql.PUT_FAST, row)
-        if not changes():
-            execute(sql.END_OLD, (row[0], row[1]))
-            execute(sql.PUT, row)
-    return len(rows)
-
-
-def _put_if_absent(conn: Connection, rows: list[_Params]) -> int:
-    written = 0
-    for row in rows:
-        conn.execute(sql.PUT_IF_ABSENT, row)
-        written += conn.changes()
-    return written
-
-
-def _ensure(conn: Connection, rows: list[_Params]) -> int:
-    """Insert the rows whose key has no live value.
-
-    Ensured rows usually exist already (an index entry written once): a
-    lookup says so, cheaper than an INSERT that finds the conflict, and
-    changes no page.
-    """
-    written = 0
-    for row in rows:
-        if conn.execute(sql.EXISTS, (row[0], row[1])).fetchone() is None:
-            conn.execute(sql.PUT_IF_ABSENT, row)
-            written += conn.changes()
-    return written
-
-
-def _delete(conn: Connection, pairs: list[Pair]) -> int:
-    removed = 0
-    for pair in pairs:
-        conn.execute(sql.DELETE_NEW, pair)
-        gone = conn.changes()
-        if not gone:
-            conn.execute(sql.END_LIVE, pair)
-            gone = conn.changes()
-        removed += gone
-    return removed
+# -- helpers ---------------------------------------------------------------------
 
 
 def _evict(conn: Connection, max_history: int) -> None:

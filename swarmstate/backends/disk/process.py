@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import Protocol
 
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["ABANDONED", "RESETTING", "Entry", "close_all", "forked_mid_write", "register"]
 
@@ -29,12 +29,12 @@ closed nor freed in the child, where closing could disturb the parent's locks
 and WAL, and freeing takes a mutex a parent thread may have held at the fork."""
 
 
-class _Store(Protocol):
-    """What the fork hooks need of a DiskStore."""
+class _Writer(Protocol):
+    """What the fork hooks need of a store handle's connections (its writes' lock)."""
 
-    _file: str
-    _pid: int
-    _write_lock: threading.Lock
+    path: str
+    pid: int
+    write_lock: threading.Lock
     busy_timeout: float
 
 
@@ -64,7 +64,7 @@ def close_all(conns: list[Entry], deadline: float) -> list[Entry]:
         pause = min(pause * 2, 0.02)
 
 
-_STORES: weakref.WeakSet[_Store] = weakref.WeakSet()
+_WRITERS: weakref.WeakSet[_Writer] = weakref.WeakSet()
 _REGISTRY_LOCK = threading.Lock()
 RESETTING = _REGISTRY_LOCK
 """Held while a store of a forked child leaves its parent's connections behind.
@@ -77,10 +77,10 @@ _WEDGED: set[str] = set()
 """Files this process (a child) cannot use: forked during a write to them."""
 
 
-def register(store: _Store) -> None:
-    """Hold off forks of this process while ``store`` is inside a write."""
+def register(writer: _Writer) -> None:
+    """Hold off forks of this process while ``writer`` (a store's connections) is inside a write."""
     with _REGISTRY_LOCK:
-        _STORES.add(store)
+        _WRITERS.add(writer)
 
 
 def forked_mid_write(path: str) -> bool:
@@ -91,13 +91,13 @@ def forked_mid_write(path: str) -> bool:
 def _before_fork() -> None:
     """Hold off the fork until no store of this process is inside a write transaction."""
     _REGISTRY_LOCK.acquire()  # released after the fork, in both processes
-    for store in list(_STORES):
-        if store._pid != os.getpid():
+    for writer in list(_WRITERS):
+        if writer.pid != os.getpid():
             continue  # inherited from a parent and not used here: no write can run
-        if store._write_lock.acquire(timeout=store.busy_timeout):
-            _HELD.append(store._write_lock)
+        if writer.write_lock.acquire(timeout=writer.busy_timeout):
+            _HELD.append(writer.write_lock)
         else:
-            _UNSETTLED.append(store._file)
+            _UNSETTLED.append(writer.path)
 
 
 def _after_fork(in_child: bool) -> None:

@@ -6,7 +6,8 @@ with SQLite's header: :func:`prepare_file`), then identified by its
 this code reads (:func:`probe`, :func:`identify`), and created or migrated
 in one ``BEGIN IMMEDIATE`` transaction (:func:`setup`). Each connection
 gets the same settings (:func:`configure`). The schema and statements are
-in :mod:`swarmstate.backends._sqlite`.
+in :mod:`swarmstate.backends.disk.schema` and
+:mod:`swarmstate.backends.disk.statements`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from swarmstate._errors import (
     ReadOnlyStoreError,
     StorageError,
 )
-from swarmstate.backends._sqlite import (
+from swarmstate.backends.disk.driver import apsw
+from swarmstate.backends.disk.schema import (
     APPLICATION_ID,
     CODEC,
     FORMAT,
@@ -31,7 +33,6 @@ from swarmstate.backends._sqlite import (
     SCHEMA_VERSION,
     SQLITE_HEADER,
     SYNCHRONOUS_LEVELS,
-    apsw,
 )
 
 __all__ = [

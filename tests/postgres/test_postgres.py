@@ -26,9 +26,9 @@ from psycopg_pool import ConnectionPool
 
 import swarmstate as ss
 from swarmstate._transfer import transfer
-from swarmstate.backends import _pg_migrations
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
+from swarmstate.backends.postgres import schema as _pg_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -59,7 +59,7 @@ def test_from_conn_string_opens_and_closes_its_pool(
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as store:
         store.set("ns", "k", {"v": 1})
         assert store.get("ns", "k") == {"v": 1}
-        pool = store._pool
+        pool = store._session._pool
     assert pool is not None
     assert pool.closed
     with pytest.raises(ss.StoreClosedError):
@@ -175,7 +175,7 @@ def test_setup_raced_by_several_processes_runs_each_migration_once(pg_conninfo: 
         for proc in procs:
             proc.join(120)
         assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
-        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+        assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
         assert _count_rows(pg_conninfo, schema, "meta") == 1
         with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as store:
             assert store.keys("ns") == ["from-p0", "from-p1", "from-p2", "from-p3"]
@@ -213,7 +213,7 @@ def test_a_schema_from_a_newer_version_is_refused_and_left_alone(
 ) -> None:
     store = pg_store_factory()
     store.set("ns", "k", 1)
-    newer = _pg_migrations.SCHEMA_VERSION + 1
+    newer = _pg_schema.SCHEMA_VERSION + 1
     with psycopg.connect(pg_conninfo, autocommit=True) as conn:
         conn.execute(
             sql.SQL("INSERT INTO {}.migrations (v) VALUES (%s)").format(
@@ -245,7 +245,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
         assert v1.get_many([("ix", "i"), ("ns", "a")]) == [1, 10]
         v1.delete_many([("ix", "x"), ("ix", "i")])
     store = pg_store_factory(schema=schema)  # setup() migrates to the latest version
-    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
     assert store.items("ns") == [("a", 10), ("b", "two"), ("c", [3])]
     assert len(store) == 3
     [snap] = store.snapshots()
@@ -594,8 +594,8 @@ def test_close_while_another_thread_writes_leaves_no_connection_open(
         assert not writer.is_alive()
         assert len(ended) == 1
         assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
-        assert store._pool is not None
-        assert store._pool.closed
+        assert store._session._pool is not None
+        assert store._session._pool.closed
         # A server process leaves pg_stat_activity once it has exited: wait for it.
         for _ in range(200):
             if _backends(monitor) <= before:
@@ -620,7 +620,7 @@ def test_require_works_before_setup_brings_the_schema_to_version_7(
             v6.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
         assert v6.get_many([("ns", "a"), ("ns", "b"), ("ix", "i")]) == [2, None, 0]
     store = pg_store_factory(schema=schema)
-    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_migrations.SCHEMA_VERSION
+    assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
     with pytest.raises(ss.ConflictError, match="'a'"):
         store.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
     store.set_many([("ns", "b", 3)], require=[("ns", "a", ss.PRESENT), ("ns", "b", ss.ABSENT)])

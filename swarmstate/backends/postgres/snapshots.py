@@ -4,7 +4,7 @@ A snapshot is one row of ``snapshots`` naming the store version it saw;
 rows are stamped with the version that created and deleted them, so reading
 a snapshot selects the row versions live at its version, and a diff reads
 only the rows changed between two versions (the SQL is in
-:mod:`swarmstate.backends._pg_sql`). A handle also carries a random token
+:mod:`swarmstate.backends.postgres.statements`). A handle also carries a random token
 (schema version 6 on): a copy of the schema keeps the uid but not the
 tokens of snapshots taken after the copy, so a handle of one never reads
 the other.
@@ -13,26 +13,31 @@ the other.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from swarmstate._codec import loads
-from swarmstate._snapshot import Diff, Snapshot, sorted_diff
-from swarmstate.backends import _pg_migrations as m
-from swarmstate.backends._pg_conn import psycopg, tuple_row
-from swarmstate.backends._pg_names import dec
+from swarmstate._snapshot import Diff, Snapshot, Source, evicted, foreign, sorted_diff
+from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres.driver import psycopg, tuple_row
+from swarmstate.backends.postgres.names import dec
+from swarmstate.backends.postgres.session import Session
 
-if TYPE_CHECKING:
-    from swarmstate.backends.postgres import PostgresStore
-
-__all__ = ["diff", "get", "keys", "listed", "restore", "take"]
+__all__ = ["Owner", "diff", "get", "keys", "listed", "restore", "take"]
 
 
-def take(store: PostgresStore) -> Snapshot:
+class Owner(Source, Protocol):
+    """The store whose snapshots these are: what their handles read through."""
+
+    max_history: int | None
+
+
+def take(session: Session, owner: Owner) -> Snapshot:
     """Take a snapshot, evicting the oldest past ``max_history``, under the store lock."""
-    store._ready()
-    lock, text, evict = store._sql["LOCK"], store._sql["SNAPSHOT"], store._sql["EVICT"]
-    keep = store.max_history
-    token = secrets.randbits(63) if store._version >= m.TOKENS_SINCE else None
+    session.ready()
+    lock, text = session.statement("LOCK"), session.statement("SNAPSHOT")
+    evict = session.statement("EVICT")
+    keep = owner.max_history
+    token = secrets.randbits(63) if session.version >= m.TOKENS_SINCE else None
 
     def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
         # All three in one implicit transaction: eviction runs under the lock.
@@ -44,49 +49,52 @@ def take(store: PostgresStore) -> Snapshot:
                 conn.cursor().execute(evict, {"keep": keep})
         return cur.fetchone()
 
-    row = store._run(work)
+    row = session.run(work)
     assert row is not None
-    return _from_row(store, (*row, token))
+    return _from_row(owner, (*row, token))
 
 
-def restore(store: PostgresStore, snapshot: Snapshot) -> None:
+def restore(session: Session, owner: Owner, snapshot: Snapshot) -> None:
     """Make ``snapshot``'s entries the current ones."""
-    rows = store._fetch("RESTORE", _params(snapshot))
+    rows = session.fetch("RESTORE", _params(snapshot))
     if not rows:  # from version 6: not a snapshot this schema took
-        _check_live(store, snapshot)
+        _check_live(session, owner, snapshot)
     if rows[0][0] is None:
-        raise store._evicted(snapshot)
+        raise evicted(snapshot, owner.max_history)
 
 
-def listed(store: PostgresStore) -> list[Snapshot]:
+def listed(session: Session, owner: Owner) -> list[Snapshot]:
     """Every retained snapshot, oldest first."""
-    return [_from_row(store, row) for row in store._fetch("SNAPSHOTS")]
+    return [_from_row(owner, row) for row in session.fetch("SNAPSHOTS")]
 
 
-def get(store: PostgresStore, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
+def get(
+    session: Session, owner: Owner, snapshot: Snapshot, namespace: str, key: str, default: Any
+) -> Any:
     """The value ``snapshot`` saw under ``(namespace, key)``, or ``default``."""
-    params = {"ns": store._found_as(namespace), "key": store._found_as(key), **_params(snapshot)}
-    rows = store._fetch("SNAPSHOT_GET", params)
+    found_as = session.found_as
+    params = {"ns": found_as(namespace), "key": found_as(key), **_params(snapshot)}
+    rows = session.fetch("SNAPSHOT_GET", params)
     if rows:
         return loads(rows[0][0])
     # Nothing came back: either absent, or the snapshot is gone (the query
     # reads nothing for an evicted one). Evicted ones never return.
-    _check_live(store, snapshot)
+    _check_live(session, owner, snapshot)
     return default
 
 
-def keys(store: PostgresStore, snapshot: Snapshot) -> list[tuple[str, str]]:
+def keys(session: Session, owner: Owner, snapshot: Snapshot) -> list[tuple[str, str]]:
     """Every ``(namespace, key)`` ``snapshot`` saw, sorted."""
-    rows = store._fetch("SNAPSHOT_KEYS", _params(snapshot))
+    rows = session.fetch("SNAPSHOT_KEYS", _params(snapshot))
     if not rows:
-        _check_live(store, snapshot)
+        _check_live(session, owner, snapshot)
     return [(dec(ns), dec(key)) for ns, key in rows]
 
 
-def diff(store: PostgresStore, base: Snapshot, later: Snapshot) -> Diff:
+def diff(session: Session, owner: Owner, base: Snapshot, later: Snapshot) -> Diff:
     """What turns ``base`` into ``later``, read from the rows changed between them."""
     if base.id == later.id:
-        _check_live(store, base)
+        _check_live(session, owner, base)
         return sorted_diff([], [], [])
     v_base, v_later = int(base._payload), int(later._payload)
     params = {
@@ -94,9 +102,9 @@ def diff(store: PostgresStore, base: Snapshot, later: Snapshot) -> Diff:
         "id2": later.id, "v2": v_later, "t2": later._token,
         "need": 2, "lo": min(v_base, v_later), "hi": max(v_base, v_later),
     }  # fmt: skip
-    rows = store._fetch("SNAPSHOT_DIFF", params)
+    rows = session.fetch("SNAPSHOT_DIFF", params)
     if not rows:
-        _check_live(store, base, later)
+        _check_live(session, owner, base, later)
     added: list[tuple[str, str]] = []
     removed: list[tuple[str, str]] = []
     changed: list[tuple[str, str]] = []
@@ -112,7 +120,7 @@ def diff(store: PostgresStore, base: Snapshot, later: Snapshot) -> Diff:
     return sorted_diff(added, removed, changed)
 
 
-def _from_row(store: PostgresStore, row: tuple[Any, ...]) -> Snapshot:
+def _from_row(owner: Owner, row: tuple[Any, ...]) -> Snapshot:
     snap_id, parent, taken_at, size_bytes, count, version, token = (*row, None)[:7]
     return Snapshot(
         id=int(snap_id),
@@ -120,7 +128,7 @@ def _from_row(store: PostgresStore, row: tuple[Any, ...]) -> Snapshot:
         timestamp=float(taken_at),
         size_bytes=int(size_bytes),
         count=int(count),
-        _store=store,
+        _store=owner,
         _payload=int(version),
         _token=token,
     )
@@ -130,11 +138,11 @@ def _params(snapshot: Snapshot) -> dict[str, Any]:
     return {"id": snapshot.id, "v": snapshot._payload, "t": snapshot._token}
 
 
-def _check_live(store: PostgresStore, *snaps: Snapshot) -> None:
+def _check_live(session: Session, owner: Owner, *snaps: Snapshot) -> None:
     """Raise for the first snapshot the schema no longer has, or never took."""
     for snap in snaps:
-        retained, same_token = store._fetch("IS_LIVE", _params(snap))[0]
+        retained, same_token = session.fetch("IS_LIVE", _params(snap))[0]
         if not retained:
-            raise store._evicted(snap)
+            raise evicted(snap, owner.max_history)
         if not same_token:
-            raise store._foreign(snap)
+            raise foreign(snap)

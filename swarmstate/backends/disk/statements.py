@@ -1,114 +1,20 @@
-"""SQLite plumbing for DiskStore: schema, migrations, SQL text.
+"""Every SQL statement DiskStore runs, parameterized, grouped by what runs it.
 
-Every SQL statement the disk backend runs lives here, parameterized; opening
-and checking a file is :mod:`swarmstate.backends._sqlite_open`.
+Writes come first, in the order of the paths :mod:`.writes` tries (its
+docstring says which path a write takes): path 1's single statements, each
+its own transaction, then what paths 2 and 3 run row by row inside a write
+transaction. Then deletes, reads, prefix operations and snapshots. The
+tables are described in :mod:`.schema`.
 
-Layout (schema version 1). ``entries`` keeps every row version a retained
-snapshot may still need (multi-version rows, no copies):
-
-* ``id`` only grows past each snapshot's mark, so "created after snapshot
-  s" is ``id >= snapshots.mark`` for s: the table's own rowid order answers
-  it with no extra index.
-* ``ended`` is NULL while the row is current; when a write replaces or
-  deletes a row that a snapshot still needs, the row is kept and ``ended``
-  is set to the id of the next snapshot (``counters.epoch``). Snapshot ``s``
-  sees a row when ``id < mark(s)`` and ``ended IS NULL OR ended > s``.
-* A row created after the latest snapshot (``id >= counters.floor``) is
-  needed by no snapshot, so a write overwrites it in place (one UPSERT) and
-  a delete removes it.
-
-``counters`` holds the live count and byte total as of the latest
-snapshot; ``snapshot()`` and ``len()`` add the rows written since (a range
-of ``id`` and of ``ended``), so a write touches no counter row.
-
-Keys are ``TEXT`` compared with SQLite's default BINARY collation: memcmp of
-UTF-8, which is Unicode code point order, the same as Python's ``str`` order.
-SQL string functions are never applied to keys (``length()`` stops at NUL).
+Path 1 has one statement per batch size for batches of several rows:
+:data:`PUT_FAST_UNLESS_MANY` (2 to 8 rows) and :data:`PUT_IF_ABSENT_UNLESS`
+(1 to 32 rows), 39 texts built once, at import, by :func:`put_fast_unless`
+and :func:`put_if_absent_unless`.
 """
 
 from __future__ import annotations
 
 from typing import Final
-
-from swarmstate._errors import (
-    MissingDependencyError,
-)
-
-try:
-    import apsw
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise MissingDependencyError(
-        'DiskStore needs the apsw package; install it with: pip install "swarmstate[disk]"'
-    ) from exc
-
-__all__ = [
-    "APPLICATION_ID",
-    "CODEC",
-    "FORMAT",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
-    "SQLITE_HEADER",
-    "SYNCHRONOUS_LEVELS",
-    "Connection",
-    "apsw",
-]
-
-Connection = apsw.Connection
-
-APPLICATION_ID: Final = 0x53775374  # "SwSt" in the SQLite header: marks our files
-SCHEMA_VERSION: Final = 2
-FORMAT: Final = "swarmstate"
-CODEC: Final = "msgpack"
-SQLITE_HEADER: Final = b"SQLite format 3\x00"
-SYNCHRONOUS_LEVELS: Final = ("NORMAL", "FULL")
-
-_SCHEMA_V1 = """
-CREATE TABLE meta (
-    name  TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
-
-CREATE TABLE counters (
-    one        INTEGER PRIMARY KEY CHECK (one = 1),
-    epoch      INTEGER NOT NULL,  -- id the next snapshot gets; stamps rows ended now
-    floor      INTEGER NOT NULL,  -- first entries.id after the latest snapshot
-    head       INTEGER,           -- last snapshot taken or restored
-    base_count INTEGER NOT NULL,  -- live entries at the latest snapshot
-    base_bytes INTEGER NOT NULL   -- their encoded bytes
-);
-INSERT INTO counters VALUES (1, 1, 1, NULL, 0, 0);
-
-CREATE TABLE entries (
-    id    INTEGER PRIMARY KEY,
-    ns    TEXT NOT NULL,
-    key   TEXT NOT NULL,
-    ended INTEGER,
-    size  INTEGER NOT NULL,
-    value BLOB NOT NULL
-);
-CREATE UNIQUE INDEX entries_live ON entries (ns, key) WHERE ended IS NULL;
-CREATE INDEX entries_past ON entries (ns, key, ended) WHERE ended IS NOT NULL;
-CREATE INDEX entries_ended ON entries (ended) WHERE ended IS NOT NULL;
-
-CREATE TABLE snapshots (
-    id         INTEGER PRIMARY KEY,
-    mark       INTEGER NOT NULL,  -- first entries.id written after it
-    parent     INTEGER,
-    timestamp  REAL NOT NULL,
-    size_bytes INTEGER NOT NULL,
-    count      INTEGER NOT NULL
-);
-"""
-
-# A random token per snapshot, checked whenever a snapshot is used: a copy of
-# the file shares the uid, never the tokens of snapshots taken after the copy.
-# Snapshots taken before version 2 keep NULL, which their handles carry too.
-_SCHEMA_V2 = "ALTER TABLE snapshots ADD COLUMN token INTEGER;"
-
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _SCHEMA_V1), (2, _SCHEMA_V2))
-"""``(version, sql)`` in order; :func:`setup` applies those above the file's version."""
-
-# -- statements --------------------------------------------------------------
 
 # New row ids: above every row and never below the latest snapshot's mark,
 # so "created after snapshot s" stays "id >= mark(s)" even after the
@@ -117,9 +23,13 @@ _NEXT_ID = "max(coalesce((SELECT max(id) FROM entries), 0) + 1, (SELECT floor FR
 _FLOOR = "(SELECT floor FROM counters)"
 _EPOCH = "(SELECT epoch FROM counters)"
 
+# -- path 1: one statement, its own transaction --------------------------------
+# Each writes all its rows or none, and changes nothing (changes() == 0)
+# when it cannot do the whole write: the write then takes path 2 or 3.
+
 # The common write, one statement: insert, or overwrite in place a current
 # row no snapshot needs. A row a snapshot needs makes it change nothing
-# (changes() == 0) and the caller takes the END_OLD + PUT path.
+# (changes() == 0) and the write takes path 2 (END_OLD + PUT).
 PUT_FAST = f"""
 INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL
@@ -134,8 +44,8 @@ DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {
 # IGNORE drops the row (OR IGNORE leaves the ON CONFLICT target to its DO
 # UPDATE).
 # changes() == 0 when the condition fails or PUT_FAST would change nothing
-# (or any other constraint failed); the caller then takes the checked path
-# in a transaction of its own, which tells these apart.
+# (or any other constraint failed); the write then takes path 3, the
+# checked transaction, which tells these apart.
 PUT_FAST_UNLESS = f"""
 INSERT OR IGNORE INTO entries (id, ns, key, size, value)
 VALUES ({_NEXT_ID},
@@ -144,42 +54,6 @@ VALUES ({_NEXT_ID},
         ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL
 DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {_FLOOR}
-"""
-END_OLD = f"""
-UPDATE entries SET ended = {_EPOCH}
-WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id < {_FLOOR}
-"""
-PUT = f"""
-INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
-ON CONFLICT (ns, key) WHERE ended IS NULL
-DO UPDATE SET size = excluded.size, value = excluded.value
-"""
-PUT_IF_ABSENT = f"""
-INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
-ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
-"""
-
-
-def put_if_absent_unless(rows: int) -> str:
-    """PUT_IF_ABSENT of ``rows`` rows on the condition that (?1, ?2) has no live value.
-
-    One statement, so one autocommit transaction, all or nothing. The rows
-    are bound after the condition, four parameters each (ns, key, size,
-    value), and get ids counted up from one next id in their order. changes()
-    is the rows written; 0 when the condition fails, and also when every key
-    held a value already: the caller then takes the checked path, which
-    tells the two apart.
-    """
-    values = ", ".join(
-        f"({i}, ?{3 + 4 * i}, ?{4 + 4 * i}, ?{5 + 4 * i}, ?{6 + 4 * i})" for i in range(rows)
-    )
-    return f"""
-INSERT INTO entries (id, ns, key, size, value)
-SELECT base.id + row.column1, row.column2, row.column3, row.column4, row.column5
-FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
-WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL)
-ORDER BY row.column1
-ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
 """
 
 
@@ -190,8 +64,8 @@ def put_fast_unless(rows: int) -> str:
     condition, it writes only if no row's key has a current row a snapshot
     still needs (which PUT_FAST cannot overwrite). Then every row is inserted
     or overwritten in place, in order, and changes() is ``rows``; otherwise
-    nothing is written, changes() is 0, and the caller takes the checked
-    path. Rows are bound after the condition, four parameters each (ns, key,
+    nothing is written, changes() is 0, and the write takes path 3, the
+    checked transaction. Rows are bound after the condition, four parameters each (ns, key,
     size, value), with ids counted up from one next id.
     """
     values = ", ".join(
@@ -218,18 +92,66 @@ PUT_FAST_UNLESS_MAX: Final = 8
 PUT_FAST_UNLESS_MANY: Final = {
     rows: put_fast_unless(rows) for rows in range(2, PUT_FAST_UNLESS_MAX + 1)
 }
+
+
+def put_if_absent_unless(rows: int) -> str:
+    """PUT_IF_ABSENT of ``rows`` rows on the condition that (?1, ?2) has no live value.
+
+    One statement, so one autocommit transaction, all or nothing. The rows
+    are bound after the condition, four parameters each (ns, key, size,
+    value), and get ids counted up from one next id in their order. changes()
+    is the rows written; 0 when the condition fails, and also when every key
+    held a value already: the write then takes path 3, the checked
+    transaction, which tells the two apart.
+    """
+    values = ", ".join(
+        f"({i}, ?{3 + 4 * i}, ?{4 + 4 * i}, ?{5 + 4 * i}, ?{6 + 4 * i})" for i in range(rows)
+    )
+    return f"""
+INSERT INTO entries (id, ns, key, size, value)
+SELECT base.id + row.column1, row.column2, row.column3, row.column4, row.column5
+FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
+WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL)
+ORDER BY row.column1
+ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
+"""
+
+
 PUT_IF_ABSENT_UNLESS_MAX: Final = 32
 """The most rows :func:`put_if_absent_unless` writes in one statement."""
 PUT_IF_ABSENT_UNLESS: Final = {
     rows: put_if_absent_unless(rows) for rows in range(1, PUT_IF_ABSENT_UNLESS_MAX + 1)
 }
+
+# -- paths 2 and 3: row by row inside a write transaction ----------------------
+# PUT_FAST first; where it changed nothing (a snapshot needs the current
+# row), END_OLD keeps that row for the snapshots and PUT inserts the new one.
+END_OLD = f"""
+UPDATE entries SET ended = {_EPOCH}
+WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id < {_FLOOR}
+"""
+PUT = f"""
+INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
+ON CONFLICT (ns, key) WHERE ended IS NULL
+DO UPDATE SET size = excluded.size, value = excluded.value
+"""
+PUT_IF_ABSENT = f"""
+INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
+ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
+"""
+# An ensured row's key is looked up first: it usually holds a value already.
+EXISTS = "SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
+
+# -- deletes (inside a write transaction) -----------------------------------------
+# A row created since the latest snapshot is deleted; an older one is ended,
+# kept for the snapshots that see it.
 DELETE_NEW = f"""
 DELETE FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id >= {_FLOOR}
 """
 END_LIVE = f"UPDATE entries SET ended = {_EPOCH} WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
 
+# -- reads ---------------------------------------------------------------------
 GET = "SELECT value FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
-EXISTS = "SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
 COUNT = "SELECT count(*) FROM entries WHERE ns = ?1 AND ended IS NULL"
 # Live totals = totals at the latest snapshot + rows written since - rows
 # ended since: costs the writes since that snapshot, and keeps writes free

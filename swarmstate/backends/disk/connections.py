@@ -8,7 +8,7 @@ last transaction, so with a connection per thread a write after another
 thread's write started cold, reading each page of its b-tree paths again;
 the one writer of a process is usually the last to have changed the file,
 and finds them cached. A process that forks opens fresh connections (see
-:mod:`swarmstate.backends._disk_process`).
+:mod:`swarmstate.backends.disk.process`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 from swarmstate._errors import InvalidKeyError, ReadOnlyStoreError, StorageError, StoreClosedError
-from swarmstate.backends import _disk_process as process
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends import _sqlite_readonly as ro
-from swarmstate.backends._sqlite import Connection, apsw
+from swarmstate.backends.disk import opening, process
+from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["IDLE_CONNECTIONS", "Connections"]
 
@@ -36,22 +35,47 @@ IDLE_CONNECTIONS = 8
 
 
 class Connections:
-    """The connection side of :class:`~swarmstate.backends.disk.DiskStore` (a mixin)."""
+    """The connections of one DiskStore handle: reads, writes and their transactions, close.
 
-    _file: str
+    What the store and its helpers run SQL through. Every method that fails
+    raises a swarmstate error (:meth:`fail` translates apsw's); after
+    :meth:`close`, or while it runs, they raise
+    :class:`~swarmstate.StoreClosedError`.
+
+    Args:
+        path: The database file (already checked and created by the caller).
+        readonly: Open read-only connections only (see :mod:`.readonly`); any
+            write raises :class:`~swarmstate.ReadOnlyStoreError`.
+        synchronous: ``"NORMAL"`` or ``"FULL"``, set on every read-write connection.
+        busy_timeout: Seconds to wait for another writer's lock, for calls in
+            flight at :meth:`close`, and at ``fork()`` for a write in progress.
+    """
+
+    path: str
     readonly: bool
     synchronous: str
     busy_timeout: float
-    _closed: bool
-    _pid: int
+    closed: bool
+    pid: int
+    """The process the connections belong to (a forked child opens its own)."""
+    write_lock: threading.Lock
+    """Held by each write of this process, from ``BEGIN IMMEDIATE`` to its end."""
     _local: threading.local
     _conns: list[process.Entry]
     _conns_lock: threading.Lock
-    _write_lock: threading.Lock
     _writer: Connection | None
     _write_cursor: apsw.Cursor | None
 
-    def _retry_busy(
+    def __init__(self, path: str, *, readonly: bool, synchronous: str, busy_timeout: float) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self.closed = False
+        self._reset_process_state()
+        process.register(self)
+
+    def retry_busy(
         self,
         attempt: Callable[[], _T],
         busy: tuple[type[apsw.Error], ...] = (apsw.BusyError,),
@@ -68,7 +92,7 @@ class Connections:
             try:
                 return attempt()
             except busy:
-                if time.monotonic() + pause > deadline or self._closed:
+                if time.monotonic() + pause > deadline or self.closed:
                     raise
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
@@ -77,27 +101,27 @@ class Connections:
 
     def _reset_process_state(self) -> None:
         """Per-process state: this thread's connection, the list to close, the write lock."""
-        self._pid = os.getpid()
+        self.pid = os.getpid()
         self._local = threading.local()
         self._conns: list[process.Entry] = []
         self._conns_lock = threading.Lock()
         # Threads of one process queue here, without SQLite's sleep-and-retry.
-        self._write_lock = threading.Lock()
-        self._writer: Connection | None = None  # used only with _write_lock held
+        self.write_lock = threading.Lock()
+        self._writer: Connection | None = None  # used only with write_lock held
         # A cursor of _writer kept for one-statement writes: apsw's
         # Connection.execute makes (and drops) a cursor on every call.
         self._write_cursor: apsw.Cursor | None = None
 
     def _check_open(self) -> None:
         """Raise once closed; after a fork, leave the parent's connections behind."""
-        if self._closed:
+        if self.closed:
             raise self._closed_error()
-        if os.getpid() != self._pid:
+        if os.getpid() != self.pid:
             # Several threads of a child may get here at once: one resets. The
             # lock is free in every child (the fork hooks hold it across fork);
             # the inherited _conns_lock may not be, and is not taken.
             with process.RESETTING:
-                if os.getpid() != self._pid:
+                if os.getpid() != self.pid:
                     self._abandon()
                     self._reset_process_state()
 
@@ -115,21 +139,21 @@ class Connections:
         writer = [] if self._writer is None else [self._writer]
         return [conn for _, conn in self._conns] + writer
 
-    def _conn(self) -> Connection:
+    def conn(self) -> Connection:
         """This thread's connection; opens one on first use and after a fork."""
         self._check_open()
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or (self.readonly and ro.went_stale(self._file, self._local.stamp)):
-            conn = self._new_connection()
+        if conn is None or (self.readonly and ro.went_stale(self.path, self._local.stamp)):
+            conn = self.new_connection()
         return conn
 
     def _write_conn(self) -> Connection:
         """The connection this process writes with.
 
         Call :meth:`_check_open` first (after a fork it replaces the lock),
-        then this with ``_write_lock`` held.
+        then this with ``write_lock`` held.
         """
-        if self._closed:  # close() ran meanwhile
+        if self.closed:  # close() ran meanwhile
             raise self._closed_error()
         conn = self._writer
         if conn is not None:
@@ -138,10 +162,10 @@ class Connections:
                 # (an asynchronous exception); nothing of it was committed.
                 conn.execute("ROLLBACK")
             return conn
-        self._check_writable()
+        self.check_writable()
         self._check_not_wedged()
         conn = self._open_read_write()
-        if self._closed:  # a close() that gave up waiting for the lock ran meanwhile
+        if self.closed:  # a close() that gave up waiting for the lock ran meanwhile
             conn.close()
             raise self._closed_error()
         self._writer = conn
@@ -149,22 +173,23 @@ class Connections:
 
     def _open_read_write(self) -> Connection:
         try:
-            conn = opening.open_connection(self._file)
+            conn = opening.open_connection(self.path)
             opening.configure(conn, self.synchronous, self.busy_timeout)
         except apsw.Error as exc:
-            raise self._fail(exc, "open a connection") from exc
+            raise self.fail(exc, "open a connection") from exc
         return conn
 
     def _check_not_wedged(self) -> None:
-        if process.forked_mid_write(self._file):
+        if process.forked_mid_write(self.path):
             raise StorageError(
-                f"{self._file}: this process was forked while another thread of its parent "
+                f"{self.path}: this process was forked while another thread of its parent "
                 f"was inside a write to this file for longer than busy_timeout, so SQLite "
                 "in this process will always see that write's lock as taken; use the file "
                 "from a process started with spawn or forkserver, or fork when no write runs"
             )
 
-    def _new_connection(self) -> Connection:
+    def new_connection(self) -> Connection:
+        """A connection for this thread, opened (or taken over from an ended thread) now."""
         self._check_not_wedged()
         adopted = None if self.readonly else self._adopt()
         if adopted is not None:
@@ -172,15 +197,15 @@ class Connections:
             return adopted
         if self.readonly:
             try:
-                conn, self._local.stamp = ro.open_readonly(self._file)
+                conn, self._local.stamp = ro.open_readonly(self.path)
                 ro.configure_readonly(conn, self.busy_timeout)
             except apsw.Error as exc:
-                raise self._fail(exc, "open a connection") from exc
+                raise self.fail(exc, "open a connection") from exc
         else:
             conn = self._open_read_write()
         current = threading.current_thread()
         with self._conns_lock:
-            if self._closed:  # close() ran since _conn() checked: this one is not its to close
+            if self.closed:  # close() ran since _conn() checked: this one is not its to close
                 conn.close()
                 raise self._closed_error()
             alive = []
@@ -214,7 +239,7 @@ class Connections:
         """
         current = threading.current_thread()
         with self._conns_lock:
-            if self._closed:
+            if self.closed:
                 raise self._closed_error()
             for i, (thread_ref, conn) in enumerate(self._conns):
                 thread = thread_ref()
@@ -235,14 +260,14 @@ class Connections:
             StorageError: A connection was still in use by another thread
                 after ``busy_timeout``; calling ``close()`` again retries it.
         """
-        self._closed = True
-        if os.getpid() != self._pid:
+        self.closed = True
+        if os.getpid() != self.pid:
             with process.RESETTING:
                 self._abandon()
                 self._conns, self._writer, self._write_cursor = [], None, None
             return
         deadline = time.monotonic() + self.busy_timeout
-        held = self._write_lock.acquire(timeout=self.busy_timeout)
+        held = self.write_lock.acquire(timeout=self.busy_timeout)
         try:
             with self._conns_lock:
                 writer = self._writer
@@ -259,49 +284,49 @@ class Connections:
                 left = len(left_open)
         finally:
             if held:
-                self._write_lock.release()
+                self.write_lock.release()
         if left:
             raise StorageError(
-                f"DiskStore({self._file!r}).close(): {left} connection(s) still in use by "
+                f"DiskStore({self.path!r}).close(): {left} connection(s) still in use by "
                 f"other threads after busy_timeout ({self.busy_timeout:g} s); they were "
                 "interrupted: call close() again once those calls have returned"
             )
 
     def _closed_error(self) -> StoreClosedError:
-        return StoreClosedError(f"DiskStore({self._file!r}) is closed; open a new one")
+        return StoreClosedError(f"DiskStore({self.path!r}) is closed; open a new one")
 
-    def _fail(self, exc: BaseException, action: str) -> Exception:
-        if self._closed:  # the connection was closed under this call
+    def fail(self, exc: BaseException, action: str) -> Exception:
+        if self.closed:  # the connection was closed under this call
             return self._closed_error()
         if isinstance(exc, UnicodeEncodeError):
             return InvalidKeyError(
                 f"namespaces and keys must be valid Unicode to be stored in SQLite, "
                 f"got a lone surrogate ({exc.reason}); encode such text first"
             )
-        return opening.translate(exc, self._file, action)
+        return opening.translate(exc, self.path, action)
 
-    def _check_writable(self) -> None:
+    def check_writable(self) -> None:
         if self.readonly:
             raise ReadOnlyStoreError(
-                f"DiskStore({self._file!r}) was opened with readonly=True; "
+                f"DiskStore({self.path!r}) was opened with readonly=True; "
                 "open it without readonly to write"
             )
 
-    def _write(
+    def write(
         self, action: str, body: Callable[[Connection], _T], conn: Connection | None = None
     ) -> _T:
         """Run ``body`` in one write transaction that holds the write lock from the start.
 
         On the process's write connection, or on ``conn`` (this thread's).
         """
-        self._check_writable()
+        self.check_writable()
         self._check_open()
-        with self._write_lock:
+        with self.write_lock:
             try:
                 if conn is None:
                     conn = self._write_conn()
                 try:
-                    self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+                    self.retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
                     result = body(conn)
                     conn.execute("COMMIT")
                 except BaseException:
@@ -310,12 +335,12 @@ class Connections:
                         conn.execute("ROLLBACK")
                     raise
             except (apsw.Error, UnicodeEncodeError) as exc:
-                raise self._fail(exc, action) from exc
+                raise self.fail(exc, action) from exc
         return result
 
-    def _read_in(self, action: str, body: Callable[[Connection], _T]) -> _T:
+    def read_in(self, action: str, body: Callable[[Connection], _T]) -> _T:
         """Run ``body`` in one read transaction: a consistent view, no write lock."""
-        conn = self._conn()
+        conn = self.conn()
         try:
             conn.execute("BEGIN")
             try:
@@ -323,17 +348,17 @@ class Connections:
             finally:
                 conn.execute("COMMIT")
         except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, action) from exc
+            raise self.fail(exc, action) from exc
 
-    def _query(self, query: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    def query(self, query: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """One read statement in autocommit: its rows."""
-        conn = self._conn()
+        conn = self.conn()
         try:
             return conn.execute(query, params).fetchall()
         except (apsw.Error, UnicodeEncodeError) as exc:
-            raise self._fail(exc, "read") from exc
+            raise self.fail(exc, "read") from exc
 
-    def _one_statement(self, statement: str, params: tuple[Any, ...], count: bool = False) -> int:
+    def one_statement(self, statement: str, params: tuple[Any, ...], count: bool = False) -> int:
         """Run one write as an autocommit statement; whether it changed a row (or how many).
 
         One statement takes the write lock at its start (no upgrade) and is
@@ -341,11 +366,11 @@ class Connections:
         statement changed nothing, or the file was busy): the caller then runs
         the checked write in a transaction of its own, which tells these apart.
         """
-        if self._writer is None or os.getpid() != self._pid:
+        if self._writer is None or os.getpid() != self.pid:
             self._check_open()
-        with self._write_lock:
+        with self.write_lock:
             conn = self._writer
-            if conn is None or self._closed or conn.in_transaction:
+            if conn is None or self.closed or conn.in_transaction:
                 conn = self._write_conn()
             try:
                 cursor = self._write_cursor
@@ -355,5 +380,5 @@ class Connections:
                 return conn.changes() if count else bool(conn.changes())
             except (apsw.Error, UnicodeEncodeError) as exc:
                 if not isinstance(exc, apsw.BusyError):
-                    raise self._fail(exc, "write") from exc
+                    raise self.fail(exc, "write") from exc
         return False

@@ -2,13 +2,16 @@
 
 Shared by ``benchmarks/run.py`` (its memory, durable and PostgreSQL
 sections) and ``swarmstate benchmark`` (:func:`saver_rows`), so both feed
-every saver the same runtime call pattern (:mod:`swarmstate._bench_stream`).
+every saver the same runtime call pattern (:mod:`swarmstate._bench.conversation`).
 Only the public checkpointer API is used: ``put``, ``put_writes``,
 ``get_tuple``, ``list`` and ``get_next_version``.
 
 Savers of one group are timed in the same interleaved rounds, so a ratio
 between two of them (or between a saver and a floor the caller adds) can be
 taken round by round.
+
+LangGraph, and the recorded conversation that needs it, are imported inside
+the calls that measure a saver: importing this module imports neither.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swarmstate._bench import Op, interleave_rounds, round_stats
+from swarmstate._bench.timing import Op, interleave_rounds, round_stats
 
 __all__ = ["Group", "Measured", "saver_rows", "sqlite_saver"]
 
@@ -72,7 +75,7 @@ class Group:
         return max(max(self.lengths), self.calls + self.warmup + 2)
 
     def run(self, conversation: Any) -> Measured:
-        from swarmstate._bench_stream import Replay
+        from swarmstate._bench.conversation import Replay
 
         out = Measured()
         longest = max(self.lengths)
@@ -197,7 +200,7 @@ def saver_rows(
     try:
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from swarmstate._bench_stream import Conversation
+        from swarmstate._bench.conversation import Conversation
         from swarmstate.integrations.langgraph import SwarmStateSaver
     except ImportError as exc:
         skipped["savers"] = f'{exc} (install it with: pip install "swarmstate[langgraph]")'

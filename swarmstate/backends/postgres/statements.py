@@ -1,44 +1,17 @@
-"""Every SQL statement PostgresStore runs; the migrations are in ``_pg_migrations``.
-
-Layout (all tables live in one schema, named by the ``schema=`` option):
-
-``entries(ns, key, created_v, deleted_v, value, ns_long, key_long)``
-    One row per value version. ``ns``/``key`` are the UTF-8 bytes of the
-    names (``bytea``: byte order is code point order, and unlike ``text`` it
-    holds U+0000); from version 6 a name over 1,024 bytes is stored there in
-    its index form and whole in ``ns_long``/``key_long`` (see
-    ``_pg_migrations``). A row is live while ``deleted_v`` is NULL; it is
-    visible to the snapshot taken at version ``s`` when
-    ``created_v <= s < deleted_v``.
-``meta`` (one row)
-    The store's uid, the version writes are stamped with, the snapshot id
-    counter, the head snapshot and running totals (count, bytes) so a
-    snapshot is one row insert. Every writer locks this row first, which
-    serializes writers and fixes the version for the transaction.
-``snapshots(id, version, parent, taken_at, entry_count, size_bytes, token)``
-    The retained snapshots; durable and shared by every process. ``token``
-    (version 6) is random per snapshot: a handle carries it, and a snapshot
-    is used only where the row with its id also has its token.
-
-Writes stamp rows with the current version ``V``. Replacing or deleting a
-live row created at ``V`` (no snapshot can see it) deletes it; one created
-before ``V`` is kept for the snapshots and marked ``deleted_v = V``. A
-snapshot records ``V`` and moves the store to ``V + 1``.
+"""Every SQL statement PostgresStore runs; the schema they run on is in :mod:`.schema`.
 
 Statements use ``{schema}`` for the schema identifier (quoted by
 ``psycopg.sql.Identifier``) and psycopg placeholders for every value. The
-module-level statements suit every schema version; :data:`SINCE_V6` replaces
-or adds those that differ from version 6 on (full names of keys longer than
-the index holds, snapshot tokens). From version 6, names are passed to every
-lookup in their index form and to every range or prefix as they are (see
-:mod:`swarmstate.backends._pg_migrations`).
+module-level statements suit every schema version; :data:`SINCE_V6` holds
+the ones that replace them (or are new) from version 6 on: names longer than
+the index holds, snapshot tokens. From version 6, names are passed to every
+lookup in their index form and to every range or prefix as they are, and
+keys and namespaces come back whole (see the schema's docstring).
 """
 
 from __future__ import annotations
 
 from typing import Final
-
-from swarmstate.backends._pg_migrations import full_name, read_range_sorted, within
 
 SCHEMA_VERSION_TABLE: Final = """
 CREATE TABLE IF NOT EXISTS {schema}.migrations (
@@ -268,72 +241,112 @@ RESTORE: Final = "SELECT {schema}.restore_to(%(id)s::bigint, %(v)s::bigint)"
 
 # -- from schema version 6 on -----------------------------------------------------
 
-_LIVE_V6: Final = """EXISTS (
-    SELECT 1 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint
-      AND token IS NOT DISTINCT FROM %(t)s::bigint
-)"""
-
 SINCE_V6: Final[dict[str, str]] = {
     # The walk visits index forms in order; the full names come back sorted.
-    "NAMESPACES": f"""
+    "NAMESPACES": """
 WITH RECURSIVE walk(ns, ns_long) AS (
-    (SELECT ns, ns_long FROM {{schema}}.entries
-     WHERE deleted_v IS NULL AND {within("ns", "%(lo)b", "%(hi)b")}
+    (SELECT ns, ns_long FROM {schema}.entries
+     WHERE deleted_v IS NULL
+       AND ns >= substring(%(lo)b FROM 1 FOR 1024)
+       AND ns < substring(%(hi)b FROM 1 FOR 1024)
+           || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+       AND coalesce(ns_long, ns) >= %(lo)b AND coalesce(ns_long, ns) < %(hi)b
      ORDER BY ns LIMIT 1)
     UNION ALL
     SELECT n.ns, n.ns_long FROM walk w CROSS JOIN LATERAL (
-        SELECT e.ns, e.ns_long FROM {{schema}}.entries e
-        WHERE e.deleted_v IS NULL AND e.ns > w.ns AND {within("e.ns", "%(lo)b", "%(hi)b")}
+        SELECT e.ns, e.ns_long FROM {schema}.entries e
+        WHERE e.deleted_v IS NULL AND e.ns > w.ns
+          AND e.ns >= substring(%(lo)b FROM 1 FOR 1024)
+          AND e.ns < substring(%(hi)b FROM 1 FOR 1024)
+              || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+          AND coalesce(e.ns_long, e.ns) >= %(lo)b AND coalesce(e.ns_long, e.ns) < %(hi)b
         ORDER BY e.ns LIMIT 1
     ) n
 )
-SELECT {full_name("ns")} AS name FROM walk ORDER BY name""",
-    **{
-        f"READ_RANGE_SORTED_{order}": read_range_sorted(
-            "%(ns)b", "%(start)b", "%(stop)b", order, "%(limit)s::bigint", "%(values)s"
-        )
-        for order in ("ASC", "DESC")
-    },
+SELECT coalesce(ns_long, ns) AS name FROM walk ORDER BY name""",
+    # A page of keys holding one longer than HEAD_BYTES, read again sorted by
+    # the full keys (the index orders index forms).
+    "READ_RANGE_SORTED_ASC": """
+SELECT coalesce(e.key_long, e.key), CASE WHEN %(values)s THEN e.value END
+FROM {schema}.entries e
+WHERE e.ns = %(ns)b AND e.deleted_v IS NULL
+  AND e.key >= substring(%(start)b FROM 1 FOR 1024)
+  AND e.key < substring(%(stop)b FROM 1 FOR 1024)
+      || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+  AND coalesce(e.key_long, e.key) >= %(start)b AND coalesce(e.key_long, e.key) < %(stop)b
+ORDER BY coalesce(e.key_long, e.key) ASC LIMIT %(limit)s::bigint""",
+    "READ_RANGE_SORTED_DESC": """
+SELECT coalesce(e.key_long, e.key), CASE WHEN %(values)s THEN e.value END
+FROM {schema}.entries e
+WHERE e.ns = %(ns)b AND e.deleted_v IS NULL
+  AND e.key >= substring(%(start)b FROM 1 FOR 1024)
+  AND e.key < substring(%(stop)b FROM 1 FOR 1024)
+      || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+  AND coalesce(e.key_long, e.key) >= %(start)b AND coalesce(e.key_long, e.key) < %(stop)b
+ORDER BY coalesce(e.key_long, e.key) DESC LIMIT %(limit)s::bigint""",
     # Batches holding a long name: put_many and put_ensure with the long forms.
     "PUT_ONE_LONG": """
 SELECT {schema}.put_many(ARRAY[%b::bytea], ARRAY[%b::bytea], ARRAY[%b::bytea], false,
                          ARRAY[%b::bytea], ARRAY[%b::bytea])""",
     "PUT_MANY_LONG": "SELECT {schema}.put_many(%b, %b, %b, %s, %b, %b)",
     "PUT_ENSURE_LONG": "SELECT {schema}.put_ensure(%b, %b, %b, %b, %b, %b, %b, %b, %s, %b, %b)",
-    "SNAPSHOT": SNAPSHOT.replace(
-        "entry_count, size_bytes)\n    SELECT", "entry_count, size_bytes, token)\n    SELECT"
-    ).replace("total_count, total_bytes\n", "total_count, total_bytes, %(token)s::bigint\n"),
-    "SNAPSHOTS": SNAPSHOTS.replace("entry_count, version", "entry_count, version, token"),
+    "SNAPSHOT": """
+WITH m AS (SELECT * FROM {schema}.meta),
+snap AS (
+    INSERT INTO {schema}.snapshots (id, version, parent, taken_at, entry_count, size_bytes, token)
+    SELECT next_snapshot, version, head, extract(epoch FROM clock_timestamp()),
+           total_count, total_bytes, %(token)s::bigint
+    FROM m
+    RETURNING id, parent, taken_at, size_bytes, entry_count, version
+),
+moved AS (
+    UPDATE {schema}.meta SET version = version + 1, next_snapshot = next_snapshot + 1,
+        head = (SELECT id FROM snap)
+)
+SELECT id, parent, taken_at, size_bytes, entry_count, version FROM snap""",
+    "SNAPSHOTS": """
+SELECT id, parent, taken_at, size_bytes, entry_count, version, token
+FROM {schema}.snapshots ORDER BY id""",
     "IS_LIVE": """
 SELECT count(*), count(*) FILTER (WHERE token IS NOT DISTINCT FROM %(t)s::bigint)
 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint""",
-    "SNAPSHOT_GET": SNAPSHOT_GET.replace(_LIVE, _LIVE_V6),
-    "SNAPSHOT_KEYS": f"""
-SELECT {full_name("ns")}, {full_name("key")} FROM {{schema}}.entries
+    "SNAPSHOT_GET": """
+SELECT value FROM {schema}.entries
+WHERE ns = %(ns)b AND key = %(key)b AND created_v <= %(v)s::bigint
+  AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint) AND EXISTS (
+    SELECT 1 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint
+      AND token IS NOT DISTINCT FROM %(t)s::bigint
+)""",
+    "SNAPSHOT_KEYS": """
+SELECT coalesce(ns_long, ns), coalesce(key_long, key) FROM {schema}.entries
 WHERE created_v <= %(v)s::bigint AND (deleted_v IS NULL OR deleted_v > %(v)s::bigint)
-  AND {_LIVE_V6} ORDER BY 1, 2""",
-    "SNAPSHOT_DIFF": SNAPSHOT_DIFF.replace(
-        "(id = %(id1)s::bigint AND version = %(v1)s::bigint)",
-        "(id = %(id1)s::bigint AND version = %(v1)s::bigint"
-        " AND token IS NOT DISTINCT FROM %(t1)s::bigint)",
-    )
-    .replace(
-        "(id = %(id2)s::bigint AND version = %(v2)s::bigint)",
-        "(id = %(id2)s::bigint AND version = %(v2)s::bigint"
-        " AND token IS NOT DISTINCT FROM %(t2)s::bigint)",
-    )
-    .replace(
-        "SELECT ns, key, created_v, deleted_v, value FROM",
-        "SELECT ns, key, ns_long, key_long, created_v, deleted_v, value FROM",
-    )
-    .replace(
-        "SELECT ns, key, value FROM cand", "SELECT ns, key, ns_long, key_long, value FROM cand"
-    )
-    .replace(
-        "SELECT coalesce(a.ns, b.ns), coalesce(a.key, b.key),",
-        "SELECT coalesce(a.ns_long, b.ns_long, a.ns, b.ns),"
-        " coalesce(a.key_long, b.key_long, a.key, b.key),",
-    ),
+  AND EXISTS (
+    SELECT 1 FROM {schema}.snapshots WHERE id = %(id)s::bigint AND version = %(v)s::bigint
+      AND token IS NOT DISTINCT FROM %(t)s::bigint
+) ORDER BY 1, 2""",
+    "SNAPSHOT_DIFF": """
+WITH live AS (
+    SELECT count(*) AS c FROM {schema}.snapshots
+    WHERE (id = %(id1)s::bigint AND version = %(v1)s::bigint
+           AND token IS NOT DISTINCT FROM %(t1)s::bigint)
+       OR (id = %(id2)s::bigint AND version = %(v2)s::bigint
+           AND token IS NOT DISTINCT FROM %(t2)s::bigint)
+),
+cand AS (
+    SELECT ns, key, ns_long, key_long, created_v, deleted_v, value FROM {schema}.entries, live
+    WHERE live.c = %(need)s::bigint
+      AND ((created_v > %(lo)s::bigint AND created_v <= %(hi)s::bigint)
+        OR (deleted_v > %(lo)s::bigint AND deleted_v <= %(hi)s::bigint))
+),
+at_lo AS (SELECT ns, key, ns_long, key_long, value FROM cand WHERE created_v <= %(lo)s::bigint),
+at_hi AS (
+    SELECT ns, key, ns_long, key_long, value FROM cand
+    WHERE created_v > %(lo)s::bigint AND (deleted_v IS NULL OR deleted_v > %(hi)s::bigint)
+)
+SELECT coalesce(a.ns_long, b.ns_long, a.ns, b.ns), coalesce(a.key_long, b.key_long, a.key, b.key),
+       a.ns IS NOT NULL, b.ns IS NOT NULL
+FROM at_lo a FULL JOIN at_hi b ON a.ns = b.ns AND a.key = b.key
+WHERE a.ns IS NULL OR b.ns IS NULL OR a.value <> b.value""",
     # restore_to runs only for a snapshot this schema took (its token matches).
     "RESTORE": """
 SELECT {schema}.restore_to(%(id)s::bigint, %(v)s::bigint) FROM {schema}.snapshots

@@ -15,9 +15,8 @@ import stat
 import urllib.parse
 
 from swarmstate._errors import IncompatibleStoreError, StorageError
-from swarmstate.backends import _sqlite as sql
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends._sqlite import apsw
+from swarmstate.backends.disk import opening, schema
+from swarmstate.backends.disk.driver import apsw
 
 __all__ = [
     "Stamp",
@@ -119,14 +118,14 @@ def identify_readonly(conn: apsw.Connection, path: str) -> str:
         conn.execute("BEGIN")
         try:
             application_id, version, tables = opening.identity(conn)
-            if application_id != sql.APPLICATION_ID:
+            if application_id != schema.APPLICATION_ID:
                 raise opening.foreign_error(path, application_id, tables, _UNTOUCHED)
-            if version > sql.SCHEMA_VERSION:
+            if version > schema.SCHEMA_VERSION:
                 raise opening.newer_error(path, version)
-            if version < sql.SCHEMA_VERSION:
+            if version < schema.SCHEMA_VERSION:
                 raise IncompatibleStoreError(
                     f"{path} has swarmstate schema version {version}, older than this "
-                    f"swarmstate's ({sql.SCHEMA_VERSION}); open it read-write once to migrate it"
+                    f"swarmstate's ({schema.SCHEMA_VERSION}); open it read-write once to migrate it"
                 )
             return opening.check_meta(path, opening.read_meta(conn))
         finally:

@@ -2,7 +2,7 @@
 
 Deleting rows leaves their pages on SQLite's freelist: the file keeps its
 size. DiskStore creates its files with ``auto_vacuum = INCREMENTAL`` (see
-:func:`swarmstate.backends._sqlite_open.use_incremental_vacuum`), so the free
+:func:`swarmstate.backends.disk.opening.use_incremental_vacuum`), so the free
 pages can be handed back a few at a time:
 
 1. ``PRAGMA incremental_vacuum(N)`` moves the last pages of the file into
@@ -30,14 +30,12 @@ import os
 import time
 from contextlib import suppress
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from swarmstate._reclaim import ReclaimReport
-from swarmstate.backends import _sqlite_open as opening
-from swarmstate.backends._sqlite import Connection, apsw
-
-if TYPE_CHECKING:
-    from swarmstate.backends.disk import DiskStore
+from swarmstate.backends.disk import opening
+from swarmstate.backends.disk.connections import Connections
+from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["CHECKPOINT_WAIT", "STEP_SECONDS", "footprint", "page_size", "reclaim"]
 
@@ -112,26 +110,26 @@ def page_size(conn: Connection) -> int:
     return _pragma(conn, "page_size")
 
 
-def reclaim(store: DiskStore, full: bool) -> ReclaimReport:
-    """Run the steps above on ``store``'s file; the report of what they gave back."""
+def reclaim(db: Connections, full: bool) -> ReclaimReport:
+    """Run the steps above on the file ``db`` opens; the report of what they gave back."""
     started = time.monotonic()
-    path = store._file
+    path = db.path
     before = file_bytes(path)
-    conn = store._conn()
+    conn = db.conn()
     try:
         mode = _pragma(conn, "auto_vacuum")
         steps, longest = 0, 0.0
         if full:
-            freed, longest = _vacuum(store, conn)
+            freed, longest = _vacuum(db, conn)
             steps = 1
         elif mode == _INCREMENTAL:
-            freed, steps, longest = _incremental(store, conn)
+            freed, steps, longest = _incremental(db, conn)
         else:
             freed = 0
-        truncated = _checkpoint(store, conn)
+        truncated = _checkpoint(db, conn)
         left = _pragma(conn, "freelist_count")
     except apsw.Error as exc:
-        raise store._fail(exc, "reclaim space") from exc
+        raise db.fail(exc, "reclaim space") from exc
     notes = []
     if left and not full and mode != _INCREMENTAL:
         notes.append(
@@ -160,7 +158,7 @@ def reclaim(store: DiskStore, full: bool) -> ReclaimReport:
     )
 
 
-def _incremental(store: DiskStore, conn: Connection) -> tuple[int, int, float]:
+def _incremental(db: Connections, conn: Connection) -> tuple[int, int, float]:
     """Vacuum the freelist in short steps; (pages freed, steps, longest step in seconds).
 
     Stops when the freelist is empty, or once as many pages as it held at
@@ -176,7 +174,7 @@ def _incremental(store: DiskStore, conn: Connection) -> tuple[int, int, float]:
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     try:
         while target is None or freed < target:
-            began, free, left = store._write("reclaim space", partial(_step, pages=pages), conn)
+            began, free, left = db.write("reclaim space", partial(_step, pages=pages), conn)
             now = time.monotonic()
             elapsed = now - began
             if target is None:
@@ -208,7 +206,7 @@ def _step(conn: Connection, pages: int) -> tuple[float, int, int]:
     return began, free, _pragma(conn, "freelist_count")
 
 
-def _vacuum(store: DiskStore, conn: Connection) -> tuple[int, float]:
+def _vacuum(db: Connections, conn: Connection) -> tuple[int, float]:
     """Rewrite the file whole, as INCREMENTAL; (pages freed, seconds the lock was held).
 
     Its temporary copy goes to a file (``temp_store = FILE``), not to memory
@@ -222,21 +220,21 @@ def _vacuum(store: DiskStore, conn: Connection) -> tuple[int, float]:
         conn.execute("PRAGMA temp_store = FILE")
         try:
             began = time.monotonic()
-            store._retry_busy(lambda: conn.execute("VACUUM"))
+            db.retry_busy(lambda: conn.execute("VACUUM"))
             took = time.monotonic() - began
         finally:
             conn.execute("PRAGMA temp_store = MEMORY")
         return count - _pragma(conn, "page_count"), took
 
-    store._check_writable()
-    with store._write_lock:
+    db.check_writable()
+    with db.write_lock:
         try:
             return run()
         except apsw.Error as exc:
-            raise store._fail(exc, "rewrite the file (VACUUM)") from exc
+            raise db.fail(exc, "rewrite the file (VACUUM)") from exc
 
 
-def _checkpoint(store: DiskStore, conn: Connection) -> bool:
+def _checkpoint(db: Connections, conn: Connection) -> bool:
     """Copy the log into the file, then empty it; whether the ``-wal`` was truncated.
 
     The passive checkpoint copies without waiting for anyone; the truncating
@@ -258,5 +256,5 @@ def _checkpoint(store: DiskStore, conn: Connection) -> bool:
             if row is not None and row[0] == 0:
                 return True
     finally:
-        opening.set_busy_timeout(conn, store.busy_timeout)
+        opening.set_busy_timeout(conn, db.busy_timeout)
     return False

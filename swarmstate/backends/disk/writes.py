@@ -1,0 +1,184 @@
+"""How DiskStore writes: the path each write takes, and what each path runs.
+
+A write takes the first of these paths that fits it; each later path is the
+fallback of the ones before, and tells apart what made them fall through.
+
+1. **One statement**, its own transaction (:meth:`.Connections.one_statement`),
+   the cheapest write, all or nothing:
+
+   * ``set()``: ``PUT_FAST`` (insert, or overwrite a row no snapshot needs);
+   * ``set_many`` whose one condition is "this key has no value", with
+     nothing to ensure (the LangGraph saver's every write to a thread nobody
+     claimed; :func:`unless`): one row, ``PUT_FAST_UNLESS``; 2 to 8 rows,
+     ``PUT_FAST_UNLESS_MANY[n]``; ``if_absent`` with 1 to 32 rows (pending
+     writes), ``PUT_IF_ABSENT_UNLESS[n]``.
+
+   Nothing is written when the condition fails, when a row a snapshot still
+   needs would be overwritten, or when the file is busy: path 2 (no
+   condition) or 3 then runs.
+2. **One write transaction** (:meth:`.Connections.write`, ``BEGIN IMMEDIATE``),
+   row by row (:func:`batch`): every other ``set_many`` without conditions,
+   and ``set()`` when ``PUT_FAST`` changed nothing. The ensured rows first
+   (:func:`ensure_absent`), then each row with :func:`put` or
+   :func:`put_if_absent`.
+3. **The checked transaction** (:func:`checked`): ``set_many(require=...)``
+   that path 1 did not write. Each condition's key is read inside the
+   transaction and checked (:class:`~swarmstate.ConflictError` when one
+   breaks), then path 2's statements run in the same transaction.
+
+Deletes run :func:`delete` inside a write transaction. The statements are
+in :mod:`.statements`, in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from swarmstate._base import check_conditions
+from swarmstate._checks import ABSENT, Pair, Requirement, Row
+from swarmstate.backends.disk import statements as sql
+from swarmstate.backends.disk.connections import Connections
+from swarmstate.backends.disk.driver import Connection
+
+__all__ = [
+    "Params",
+    "batch",
+    "checked",
+    "delete",
+    "ensure_absent",
+    "put",
+    "put_if_absent",
+    "unless",
+]
+
+Params = tuple[str, str, int, bytes]
+"""A row as the statements bind it: namespace, key, size, value."""
+
+Body = Callable[[Connection], int]
+"""What a write transaction runs; returns what the write returns."""
+
+
+# -- path 1 --------------------------------------------------------------------
+
+
+def unless(
+    db: Connections, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+) -> int:
+    """Path 1 of ``set_many(require=...)``: the rows written by one statement, or 0.
+
+    0 when the batch has no one-statement shape (more than one condition, a
+    condition other than ``ABSENT``, rows to ensure, too many rows) or the
+    statement wrote nothing: the caller then runs path 3 (:func:`checked`).
+    """
+    if ensure or len(require) != 1 or require[0][1] is not ABSENT:
+        return 0
+    condition = require[0][0]
+    if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
+        (ns, key), data = rows[0]
+        one = (ns, key, len(data), data, condition[0], condition[1])
+        return 1 if db.one_statement(sql.PUT_FAST_UNLESS, one) else 0
+    if if_absent:
+        statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
+    else:
+        statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
+    if not 0 < len(rows) <= most:
+        return 0
+    bound: list[object] = [*condition]
+    for pair, data in rows:
+        bound += (pair[0], pair[1], len(data), data)
+    written = db.one_statement(statements[len(rows)], tuple(bound), count=True)
+    if if_absent:
+        return written  # the condition held; any other key already had a value
+    return written if written == len(rows) else 0
+
+
+# -- paths 2 and 3 -------------------------------------------------------------
+
+
+def batch(rows: list[Row], if_absent: bool, ensure: list[Row]) -> Body:
+    """Path 2: the transaction body writing ``ensure`` (where absent), then ``rows``."""
+    params = _params(rows)
+    write = put_if_absent if if_absent else put
+    if ensure:
+        defaults = _params(ensure)
+        return lambda conn: ensure_absent(conn, defaults) + write(conn, params)
+    return lambda conn: write(conn, params)
+
+
+def checked(
+    rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
+) -> Body:
+    """Path 3: the body checking ``require`` inside the transaction, then writing as path 2."""
+    params = _params(rows)
+    defaults = _params(ensure)
+    write = put_if_absent if if_absent else put
+
+    def body(conn: Connection) -> int:
+        # Inside the write transaction: nothing can change between check and write.
+        found = []
+        for pair, _ in require:
+            row = conn.execute(sql.GET, pair).fetchone()
+            found.append(None if row is None else row[0])
+        check_conditions(require, found)
+        return (ensure_absent(conn, defaults) if defaults else 0) + (
+            write(conn, params) if params else 0
+        )
+
+    return body
+
+
+def put(conn: Connection, rows: list[Params]) -> int:
+    """Write rows, keeping any current row a snapshot still needs as a past row.
+
+    Most rows are new keys or keys written since the latest snapshot: one
+    PUT_FAST each. Only a row whose current version a snapshot needs (PUT_FAST
+    changed nothing) pays for ending that version and inserting anew.
+    """
+    execute, changes = conn.execute, conn.changes
+    for row in rows:
+        execute(sql.PUT_FAST, row)
+        if not changes():
+            execute(sql.END_OLD, (row[0], row[1]))
+            execute(sql.PUT, row)
+    return len(rows)
+
+
+def put_if_absent(conn: Connection, rows: list[Params]) -> int:
+    """Insert the rows whose key has no live value; how many were inserted."""
+    written = 0
+    for row in rows:
+        conn.execute(sql.PUT_IF_ABSENT, row)
+        written += conn.changes()
+    return written
+
+
+def ensure_absent(conn: Connection, rows: list[Params]) -> int:
+    """Insert the rows whose key has no live value.
+
+    Ensured rows usually exist already (an index entry written once): a
+    lookup says so, cheaper than an INSERT that finds the conflict, and
+    changes no page.
+    """
+    written = 0
+    for row in rows:
+        if conn.execute(sql.EXISTS, (row[0], row[1])).fetchone() is None:
+            conn.execute(sql.PUT_IF_ABSENT, row)
+            written += conn.changes()
+    return written
+
+
+def delete(conn: Connection, pairs: list[Pair]) -> int:
+    """Remove the live values of ``pairs``; how many there were."""
+    removed = 0
+    for pair in pairs:
+        conn.execute(sql.DELETE_NEW, pair)
+        gone = conn.changes()
+        if not gone:
+            conn.execute(sql.END_LIVE, pair)
+            gone = conn.changes()
+        removed += gone
+    return removed
+
+
+def _params(rows: list[Row]) -> list[Params]:
+    return [(k[0], k[1], len(data), data) for k, data in rows]

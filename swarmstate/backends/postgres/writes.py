@@ -1,0 +1,254 @@
+"""How PostgresStore writes a batch: the statement each write takes, and the ways around it.
+
+Nearly every write is one statement, one round trip (the functions it calls
+are in :mod:`.schema`); which one, by what the batch holds:
+
+1. ``set_many`` (:func:`put_many`): ``PUT_MANY`` (``put_many``), or with
+   ``ensure`` entries ``PUT_ENSURE`` (``put_ensure``); a batch of at most
+   eight entries binds one parameter per value (``PUT_ENSURE_<e>_<n>``,
+   arrays built by the server: cheaper to send than arrays).
+2. ``set_many(require=...)`` (:func:`put_required`): ``PUT_CHECKED``
+   (``put_checked``: the conditions, then ``put_ensure``), likewise
+   ``PUT_CHECKED_<c>_<e>_<n>`` for a small batch; a broken condition raises
+   in the server and nothing is written.
+
+The other ways, each for what the one statement cannot take:
+
+* a batch holding a name longer than the index keeps (schema version 6 on):
+  the long-name overloads of ``put_many`` and ``put_ensure``
+  (:func:`long_names`);
+* a schema ``setup()`` has not yet migrated: before version 5, ``ensure``
+  as two ``put_many`` calls in one round trip (:func:`ensure_before_v5`);
+  before version 7 (and for long names), conditions read under the store's
+  lock and checked here, then the write, in one transaction of several
+  round trips (:func:`required`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from swarmstate._base import check_conditions
+from swarmstate._checks import ABSENT, PRESENT, Pair, Requirement, Row
+from swarmstate._errors import ConflictError, StorageError
+from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres import statements as q
+from swarmstate.backends.postgres.driver import psycopg, tuple_row
+from swarmstate.backends.postgres.names import (
+    Arrays,
+    has_long_names,
+    put_many_params,
+    with_long_forms,
+)
+from swarmstate.backends.postgres.schema import REQUIRE_SQLSTATE
+from swarmstate.backends.postgres.session import Session
+
+__all__ = ["ensure_before_v5", "long_names", "put_many", "put_required", "required"]
+
+_SMALL_BATCH = 8  # entries up to which a statement takes one parameter per value
+
+
+def put_many(session: Session, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+    """``set_many`` without conditions: ``ensure`` (where absent), then ``rows``; the count."""
+    defaults = put_many_params(ensure, True) if ensure else None
+    params = put_many_params(rows, if_absent)
+    if has_long_names(defaults, params):
+        session.ready()
+        if session.version >= m.TOKENS_SINCE:
+            return long_names(session, defaults, params, if_absent, len(rows))
+        # Before version 6 the server refuses a name its index cannot hold.
+    if defaults is not None:
+        session.ready()
+        if session.version < m.PUT_ENSURE_SINCE:
+            return ensure_before_v5(session, defaults, params, if_absent, len(rows))
+    name, args, count = _put_statement(session, defaults, params, if_absent, len(rows))
+    return count(int(session.scalar(name, args)))
+
+
+def _put_statement(
+    session: Session, defaults: Arrays | None, params: Arrays | None, if_absent: bool, items: int
+) -> tuple[str, tuple[Any, ...], Callable[[int], int]]:
+    """The one statement writing a batch of short names, and how to count its result."""
+    if defaults is None:
+        assert params is not None  # rows and ensure are never both empty
+        return "PUT_MANY", params, (lambda n: n) if if_absent else (lambda n: items)
+    e_ns, e_key, e_value, _ = defaults
+    p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
+    ensured, count = len(e_ns), len(p_ns)
+    if ensured + count <= _SMALL_BATCH:
+        # Few entries: one bytes parameter each, arrays built by the server.
+        name = f"PUT_ENSURE_{ensured}_{count}"
+        session.statement(name, lambda: q.put_ensure_sql(ensured, count))
+        args: tuple[Any, ...] = (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
+    else:
+        name = "PUT_ENSURE"
+        args = (e_ns, e_key, e_value, p_ns, p_key, p_value, if_absent)
+    if if_absent:
+        return name, args, lambda n: n
+    # Every distinct item is written; count duplicates as the other stores do.
+    return name, args, lambda n: n - count + items
+
+
+def put_required(
+    session: Session,
+    rows: list[Row],
+    if_absent: bool,
+    ensure: list[Row],
+    require: list[Requirement],
+) -> int:
+    """``set_many(require=...)``: the conditions and the write in one statement; the count.
+
+    Raises:
+        ConflictError: A condition did not hold (nothing was written).
+    """
+    session.ready()
+    defaults = put_many_params(ensure, True) if ensure else None
+    params = put_many_params(rows, if_absent)
+    if session.version < m.REQUIRE_SINCE or has_long_names(defaults, params):
+        return required(session, rows, if_absent, ensure, require)
+    found_as = session.found_as
+    e_ns, e_key, e_value = defaults[:3] if defaults is not None else ([], [], [])
+    p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
+    c_ns = [found_as(ns) for (ns, _), _ in require]
+    c_key = [found_as(key) for (_, key), _ in require]
+    c_state = [0 if e is ABSENT else 1 if e is PRESENT else 2 for _, e in require]
+    c_value = [e if type(e) is bytes else b"" for _, e in require]
+    conditions, ensured, count = len(require), len(e_ns), len(p_ns)
+    if conditions + ensured + count <= _SMALL_BATCH:
+        # Few entries (every checkpoint): one parameter each, arrays built by the server.
+        name = f"PUT_CHECKED_{conditions}_{ensured}_{count}"
+        session.statement(name, lambda: q.put_checked_sql(conditions, ensured, count))
+        args: tuple[Any, ...] = (*c_ns, *c_key, *c_state, *c_value)
+        args += (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
+    else:
+        name = "PUT_CHECKED"
+        args = (c_ns, c_key, c_state, c_value, e_ns, e_key, e_value)
+        args += (p_ns, p_key, p_value, if_absent)
+    try:
+        written = int(session.scalar(name, args))
+    except StorageError as exc:
+        cause = exc.__cause__
+        if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
+            raise
+        # Say which condition broke (as the other stores do), from a fresh read.
+        check_conditions(require, _live(session, [pair for pair, _ in require]))
+        raise ConflictError(
+            "set_many required a condition that did not hold when it was written; "
+            "the store changed since it was read: read again and retry"
+        ) from None
+    if if_absent:
+        return written
+    return written - len(p_ns) + len(rows)
+
+
+def _live(session: Session, pairs: list[Pair]) -> list[bytes | None]:
+    """The values ``pairs`` hold now, as ``get_many(raw=True)`` reads them."""
+    found_as = session.found_as
+    rows = session.fetch(
+        "GET_MANY",
+        {"ns": [found_as(ns) for ns, _ in pairs], "key": [found_as(k) for _, k in pairs]},
+    )
+    out: list[bytes | None] = [None] * len(pairs)
+    for ordinal, data in rows:
+        out[ordinal - 1] = data if type(data) is bytes else bytes(data)
+    return out
+
+
+# -- off the one-statement path ---------------------------------------------------
+
+
+def required(
+    session: Session,
+    rows: list[Row],
+    if_absent: bool,
+    ensure: list[Row],
+    require: list[Requirement],
+) -> int:
+    """The conditions, then the write, in one transaction of several round trips.
+
+    For batches with long names, and for schemas setup() has not yet
+    brought to version 7.
+    """
+    found_as = session.found_as
+    pairs = {
+        "ns": [found_as(ns) for (ns, _), _ in require],
+        "key": [found_as(key) for (_, key), _ in require],
+    }
+    lock, get_many = session.statement("LOCK"), session.statement("GET_MANY")
+
+    def work(conn: psycopg.Connection[Any]) -> int:
+        with conn.transaction():
+            # The store lock first, as every writer takes it: nothing can
+            # change between the check and the write.
+            with conn.pipeline():
+                conn.cursor().execute(lock)
+                cur = conn.cursor(row_factory=tuple_row, binary=True)
+                cur.execute(get_many, pairs)
+            found: list[bytes | None] = [None] * len(require)
+            for ordinal, data in cur.fetchall():
+                found[ordinal - 1] = bytes(data)
+            check_conditions(require, found)  # raises: the transaction rolls back
+            if not rows and not ensure:
+                return 0
+            with session.holding(conn):
+                return put_many(session, rows, if_absent, ensure)
+
+    return session.run(work)
+
+
+def long_names(
+    session: Session,
+    defaults: Arrays | None,
+    params: Arrays | None,
+    if_absent: bool,
+    items: int,
+) -> int:
+    """A batch holding a name longer than the index holds (schema version 6)."""
+    p_args = with_long_forms(params)
+    if defaults is None:
+        ns, key, value, long_ns, long_key = p_args
+        written = int(
+            session.scalar("PUT_MANY_LONG", (ns, key, value, if_absent, long_ns, long_key))
+        )
+        return written if if_absent else items
+    e_args = with_long_forms(defaults)
+    written = int(session.scalar("PUT_ENSURE_LONG", (*e_args, *p_args[:3], if_absent, *p_args[3:])))
+    if if_absent:
+        return written
+    return written - len(p_args[0]) + items
+
+
+def ensure_before_v5(
+    session: Session,
+    defaults: Arrays,
+    params: Arrays | None,
+    if_absent: bool,
+    items: int,
+) -> int:
+    """``set_many(ensure=)`` on a schema not yet migrated to version 5.
+
+    Until ``setup()`` runs, the two ``put_many`` calls go in one
+    transaction (one round trip): the ensured entries, then the items.
+    """
+    text = session.statement("PUT_MANY")
+
+    def work(conn: psycopg.Connection[Any]) -> int:
+        with conn.pipeline():
+            first = conn.cursor(row_factory=tuple_row, binary=True)
+            first.execute(text, defaults)
+            if params is not None:
+                second = conn.cursor(row_factory=tuple_row, binary=True)
+                second.execute(text, params)
+        total = int(_one(first.fetchone()))
+        if params is not None:
+            total += int(_one(second.fetchone())) if if_absent else items
+        return total
+
+    return session.run(work)
+
+
+def _one(row: tuple[Any, ...] | None) -> Any:
+    if row is None:  # a SELECT of one function call always returns one row
+        raise StorageError("PostgreSQL returned no row for put_many")
+    return row[0]
