@@ -95,6 +95,37 @@ def test_write_rows_on_the_condition_that_another_key_is_absent(
     assert store.get("guard", "free") is None
 
 
+@pytest.mark.parametrize("rows", [1, 3, 8, 9])
+@pytest.mark.parametrize("lenders", [1, 2, 9])  # 9: more conditions than one DiskStore statement
+def test_write_rows_on_conditions_that_keys_are_absent_and_others_present(
+    store: ss.BaseStore, rows: int, lenders: int
+) -> None:
+    """The shape of a checkpoint that takes stored bytes from others (one statement on DiskStore):
+    every condition is checked before any row is written, whatever broke."""
+    for i in range(lenders):
+        store.set("lent", f"p{i}", i)
+    store.set("guard", "taken", 1)
+    present = [("lent", f"p{i}", ss.PRESENT) for i in range(lenders)]
+    batch = [("ns", f"k{i}", i) for i in range(rows)]
+    before = everything(store)
+    for broken in (
+        [("guard", "taken", ss.ABSENT), *present],
+        [("guard", "free", ss.ABSENT), *present, ("lent", "gone", ss.PRESENT)],
+        [("guard", "free", ss.ABSENT), ("lent", "gone", ss.PRESENT), *present],
+    ):
+        with pytest.raises(ss.ConflictError):
+            store.set_many(batch, require=broken)
+        assert everything(store) == before
+    assert store.set_many(batch, require=[("guard", "free", ss.ABSENT), *present]) == rows
+    assert [store.get("ns", key) for _, key, _ in batch] == list(range(rows))
+    snap = store.snapshot()
+    # Rows the snapshot needs are kept for it, and the write goes through.
+    changed = [("ns", key, f"after {key}") for _, key, _ in batch]
+    assert store.set_many(changed, require=[("guard", "free", ss.ABSENT), *present]) == rows
+    assert snap.get("ns", "k0") == 0
+    assert store.get("ns", "k0") == "after k0"
+
+
 @pytest.mark.parametrize("rows", [1, 3, 40])  # 40: more than DiskStore's one statement takes
 def test_insert_or_ignore_rows_on_the_condition_that_another_key_is_absent(
     store: ss.BaseStore, rows: int

@@ -6,14 +6,16 @@ its own transaction, then what paths 2 and 3 run row by row inside a write
 transaction. Then deletes, reads, prefix operations and snapshots. The
 tables are described in :mod:`.schema`.
 
-Path 1 has one statement per batch size for batches of several rows:
-:data:`PUT_FAST_UNLESS_MANY` (2 to 8 rows) and :data:`PUT_IF_ABSENT_UNLESS`
-(1 to 32 rows), 39 texts built once, at import, by :func:`put_fast_unless`
-and :func:`put_if_absent_unless`.
+Path 1's statements for batches of several rows are made from their shape:
+:func:`put_fast_when` (up to 8 rows under up to 8 conditions, each that a
+key holds no value or holds one), made when a shape first runs and kept,
+and :data:`PUT_IF_ABSENT_UNLESS` (1 to 32 rows, 32 texts built at import by
+:func:`put_if_absent_unless`).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 # New row ids: above every row and never below the latest snapshot's mark,
@@ -57,41 +59,53 @@ DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {
 """
 
 
-def put_fast_unless(rows: int) -> str:
-    """PUT_FAST of ``rows`` rows on the condition that (?1, ?2) has no live value.
+@functools.lru_cache(maxsize=128)
+def put_fast_when(rows: int, absent: tuple[bool, ...]) -> str:
+    """PUT_FAST of ``rows`` rows on conditions about other keys, as one statement.
 
-    One statement, one autocommit transaction, all or nothing: besides the
-    condition, it writes only if no row's key has a current row a snapshot
-    still needs (which PUT_FAST cannot overwrite). Then every row is inserted
-    or overwritten in place, in order, and changes() is ``rows``; otherwise
-    nothing is written, changes() is 0, and the write takes path 3, the
-    checked transaction. Rows are bound after the condition, four parameters each (ns, key,
-    size, value), with ids counted up from one next id.
+    ``absent[j]`` says whether condition ``j``'s key must have no live value
+    (True) or must have one (False). One statement, one autocommit
+    transaction, all or nothing: besides the conditions, it writes only if
+    no row's key has a current row a snapshot still needs (which PUT_FAST
+    cannot overwrite). Then every row is inserted or overwritten in place,
+    in order, with ids counted up from one next id, and changes() is
+    ``rows``; otherwise nothing is written, changes() is 0, and the write
+    takes path 3, the checked transaction, which tells the cases apart.
+    Bound first the conditions' keys, two parameters each (ns, key), then the
+    rows, four each (ns, key, size, value). Made once per shape, when a write
+    of that shape first runs.
     """
+    checks = [
+        ("NOT " if must_be_absent else "")
+        + f"EXISTS (SELECT 1 FROM entries WHERE ns = ?{2 * j + 1} AND key = ?{2 * j + 2}"
+        " AND ended IS NULL)"
+        for j, must_be_absent in enumerate(absent)
+    ]
+    first = 2 * len(absent)
+    checks += [
+        f"NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?{first + 4 * i + 1}"
+        f" AND key = ?{first + 4 * i + 2} AND ended IS NULL AND id < {_FLOOR})"
+        for i in range(rows)
+    ]
     values = ", ".join(
-        f"({i}, ?{3 + 4 * i}, ?{4 + 4 * i}, ?{5 + 4 * i}, ?{6 + 4 * i})" for i in range(rows)
-    )
-    kept = "".join(
-        f"\n  AND NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?{3 + 4 * i} AND key = ?{4 + 4 * i}"
-        f" AND ended IS NULL AND id < {_FLOOR})"
+        f"({i}, ?{first + 4 * i + 1}, ?{first + 4 * i + 2}, ?{first + 4 * i + 3},"
+        f" ?{first + 4 * i + 4})"
         for i in range(rows)
     )
+    holds = "\n  AND ".join(checks)
     return f"""
 INSERT INTO entries (id, ns, key, size, value)
 SELECT base.id + row.column1, row.column2, row.column3, row.column4, row.column5
 FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
-WHERE NOT EXISTS (SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL){kept}
+WHERE {holds}
 ORDER BY row.column1
 ON CONFLICT (ns, key) WHERE ended IS NULL
 DO UPDATE SET size = excluded.size, value = excluded.value
 """
 
 
-PUT_FAST_UNLESS_MAX: Final = 8
-"""The most rows :func:`put_fast_unless` writes in one statement."""
-PUT_FAST_UNLESS_MANY: Final = {
-    rows: put_fast_unless(rows) for rows in range(2, PUT_FAST_UNLESS_MAX + 1)
-}
+PUT_FAST_WHEN_MAX: Final = 8
+"""The most rows (and conditions) :func:`put_fast_when` writes in one statement."""
 
 
 def put_if_absent_unless(rows: int) -> str:

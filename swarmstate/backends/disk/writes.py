@@ -7,11 +7,13 @@ fallback of the ones before, and tells apart what made them fall through.
    the cheapest write, all or nothing:
 
    * ``set()``: ``PUT_FAST`` (insert, or overwrite a row no snapshot needs);
-   * ``set_many`` whose one condition is "this key has no value", with
-     nothing to ensure (the LangGraph saver's every write to a thread nobody
-     claimed; :func:`unless`): one row, ``PUT_FAST_UNLESS``; 2 to 8 rows,
-     ``PUT_FAST_UNLESS_MANY[n]``; ``if_absent`` with 1 to 32 rows (pending
-     writes), ``PUT_IF_ABSENT_UNLESS[n]``.
+   * ``set_many`` whose conditions are each "this key has no value" or "this
+     key has a value", with nothing to ensure (the LangGraph saver's every
+     write to a thread nobody claimed, which also requires that the
+     checkpoints it took stored bytes from exist; :func:`unless`): one row
+     under one "no value", ``PUT_FAST_UNLESS``; up to 8 rows under up to 8
+     conditions, :func:`.statements.put_fast_when`; ``if_absent`` with 1 to 32
+     rows under one "no value" (pending writes), ``PUT_IF_ABSENT_UNLESS[n]``.
 
    Nothing is written when the condition fails, when a row a snapshot still
    needs would be overwritten, or when the file is busy: path 2 (no
@@ -35,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from swarmstate._base import check_conditions
-from swarmstate._checks import ABSENT, Pair, Requirement, Row
+from swarmstate._checks import ABSENT, PRESENT, Pair, Requirement, Row
 from swarmstate.backends.disk import statements as sql
 from swarmstate.backends.disk.connections import Connections
 from swarmstate.backends.disk.driver import Connection
@@ -66,29 +68,37 @@ def unless(
 ) -> int:
     """Path 1 of ``set_many(require=...)``: the rows written by one statement, or 0.
 
-    0 when the batch has no one-statement shape (more than one condition, a
-    condition other than ``ABSENT``, rows to ensure, too many rows) or the
-    statement wrote nothing: the caller then runs path 3 (:func:`checked`).
+    0 when the batch has no one-statement shape (a condition on a value's
+    bytes, rows to ensure, too many rows or conditions; for ``if_absent``, a
+    condition other than one ``ABSENT``) or the statement wrote nothing: the
+    caller then runs path 3 (:func:`checked`).
     """
-    if ensure or len(require) != 1 or require[0][1] is not ABSENT:
+    if ensure or not all(expected is ABSENT or expected is PRESENT for _, expected in require):
         return 0
-    condition = require[0][0]
-    if not if_absent and len(rows) == 1:  # a checkpoint alone: the hot path
+    if if_absent:
+        if len(require) != 1 or require[0][1] is not ABSENT:
+            return 0
+        if not 0 < len(rows) <= sql.PUT_IF_ABSENT_UNLESS_MAX:
+            return 0
+        bound: list[object] = [*require[0][0]]
+        for pair, data in rows:
+            bound += (pair[0], pair[1], len(data), data)
+        # The condition held when any row is written; any other key had a value.
+        return db.one_statement(sql.PUT_IF_ABSENT_UNLESS[len(rows)], tuple(bound), count=True)
+    if len(require) == 1 and len(rows) == 1 and require[0][1] is ABSENT:  # the hot path
         (ns, key), data = rows[0]
+        condition = require[0][0]
         one = (ns, key, len(data), data, condition[0], condition[1])
         return 1 if db.one_statement(sql.PUT_FAST_UNLESS, one) else 0
-    if if_absent:
-        statements, most = sql.PUT_IF_ABSENT_UNLESS, sql.PUT_IF_ABSENT_UNLESS_MAX
-    else:
-        statements, most = sql.PUT_FAST_UNLESS_MANY, sql.PUT_FAST_UNLESS_MAX
-    if not 0 < len(rows) <= most:
+    if not 0 < len(rows) <= sql.PUT_FAST_WHEN_MAX or len(require) > sql.PUT_FAST_WHEN_MAX:
         return 0
-    bound: list[object] = [*condition]
+    bound = []
+    for pair, _ in require:
+        bound += pair
     for pair, data in rows:
         bound += (pair[0], pair[1], len(data), data)
-    written = db.one_statement(statements[len(rows)], tuple(bound), count=True)
-    if if_absent:
-        return written  # the condition held; any other key already had a value
+    statement = sql.put_fast_when(len(rows), tuple(expected is ABSENT for _, expected in require))
+    written = db.one_statement(statement, tuple(bound), count=True)
     return written if written == len(rows) else 0
 
 
@@ -115,10 +125,15 @@ def checked(
 
     def body(conn: Connection) -> int:
         # Inside the write transaction: nothing can change between check and write.
-        found = []
-        for pair, _ in require:
-            row = conn.execute(sql.GET, pair).fetchone()
-            found.append(None if row is None else row[0])
+        found: list[bytes | None] = []
+        for pair, expected in require:
+            # "absent" and "present" need no value: a lookup of the key alone.
+            if expected is ABSENT or expected is PRESENT:
+                row = conn.execute(sql.EXISTS, pair).fetchone()
+                found.append(None if row is None else b"")
+            else:
+                row = conn.execute(sql.GET, pair).fetchone()
+                found.append(None if row is None else row[0])
         check_conditions(require, found)
         return (ensure_absent(conn, defaults) if defaults else 0) + (
             write(conn, params) if params else 0
