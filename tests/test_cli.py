@@ -31,8 +31,8 @@ from cli_support import (
 
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
 
 PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check", "prune"]
 """Commands that must leave PATH as it was (prune: its dry run)."""

@@ -22,8 +22,8 @@ import swarmstate as ss
 from swarmstate._cli.source import open_store
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
 
 
 @dataclass
