@@ -6,15 +6,17 @@ checkpointer the types of a graph's state (``with_allowlist``) only when its
 own strict mode is on, so with LangGraph's defaults a strict saver would read
 the graph's own dataclasses, enums and models back as dicts.
 
-So the saver allows what the graph itself writes through it: every type the
-serializer stored as one of LangGraph's object extensions in a value or a
-pending write (module and class name, read from the bytes it just wrote; for
-lists of models the memo already knows their classes). Those are types of
-live objects of this process, never names read from stored data. They are
-also recorded in the store, in the put's own batch, so that a restarted
-process reads them back: a recorded type is allowed there only once its
-module is imported (the graph's code imports it; a module is never imported
-because the store names it).
+So the saver allows what the graph itself writes through it: the classes of
+the values and pending writes it stores (a value's own class, or its items'
+and its dict values' classes), each with the classes its fields are declared
+with (dataclass fields, pydantic fields, NamedTuple fields, and what their
+annotations name: ``list[Ticket]``, ``Priority | None``), the way LangGraph's
+strict mode walks a state schema. Those are classes of live objects of this
+process and their annotations, never names read from stored data, and each
+class is walked once. They are also recorded in the store, in the put's own
+batch, so that a restarted process reads them back: a recorded type is
+allowed there only once its module is imported (the graph's code imports
+it; a module is never imported because the store names it).
 
 A stored object of any other type is still read as its fields, as in
 LangGraph's strict mode, and the saver says so in the log once per type,
@@ -25,20 +27,21 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import sys
 import threading
+import typing
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-import ormsgpack
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
 from swarmstate.integrations.langgraph import keys as K
 
-__all__ = ["Allowlist", "ext_types", "reading"]
+__all__ = ["Allowlist", "classes_of", "reading"]
 
 logger = logging.getLogger("swarmstate")
 
@@ -46,40 +49,22 @@ Type = tuple[str, str]
 """``(module, class name)``, as LangGraph's allowlists name a type."""
 
 _NIL: Final = dumps(None)
-_CLASS_EXTS: Final = frozenset(range(6))
-"""LangGraph's extensions that name a class first: constructors, methods, pydantic models."""
-_SNAPSHOT_EXT: Final = 7
-"""LangGraph's DeltaChannel snapshot extension: a value around a value."""
-_EXT_HEADS: Final = (b"\xc7", b"\xc8", b"\xc9")
-"""msgpack ext 8/16/32 headers: a class extension is longer than a fixext holds."""
+_PLAIN: Final = frozenset(
+    {str, int, float, bool, bytes, type(None), list, dict, tuple, set, frozenset}
+)
+"""Classes that are data, not types to allow (msgpack's own, and the containers)."""
 
 
-def ext_types(data: bytes) -> set[Type]:
-    """The classes LangGraph's serializer stored as extensions in ``data`` (its msgpack bytes).
-
-    Cheap when there are none: a few ``in`` scans of the bytes for an
-    extension header; only bytes that hold one are decoded (with every
-    extension left as it is).
-    """
-    if not any(head in data for head in _EXT_HEADS):
-        return set()
-    found: set[Type] = set()
-
-    def hook(code: int, payload: bytes) -> None:
-        if code in _CLASS_EXTS or code == _SNAPSHOT_EXT:
-            # Nested objects (an enum inside a dataclass) are met by the same hook.
-            value = ormsgpack.unpackb(payload, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
-            if (
-                code != _SNAPSHOT_EXT
-                and type(value) is list
-                and len(value) >= 2
-                and type(value[0]) is str
-                and type(value[1]) is str
-            ):
-                found.add((value[0], value[1]))
-
-    with contextlib.suppress(ormsgpack.MsgpackDecodeError, TypeError, ValueError):
-        ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+def classes_of(value: Any) -> set[type]:
+    """The classes a value brings to the state: its own, or its items' and its dict values'."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        found = set(map(type, value))
+    elif kind is dict:
+        found = set(map(type, value.values()))
+    else:
+        return {kind}
+    found.add(kind)
     return found
 
 
@@ -128,16 +113,28 @@ class Allowlist:
         self.store = store
         self.known: set[Type] = set()
         self.reported: set[Type] = set()  # blocked types already logged
+        self._walked: set[Any] = set(_PLAIN)  # classes whose types are known
         self.lock = threading.Lock()
         self._version = 0
         self._readers: dict[int, tuple[Any, Any, int]] = {}
         self._recorded: set[Type] | None = None  # read from the store once
         self._waiting: set[Type] = set()  # recorded, module not imported yet
 
-    def new(self, found: Iterable[Type]) -> list[Type]:
-        """The types of ``found`` not yet known (to record with the put that wrote them)."""
+    def new(self, classes: Iterable[type]) -> list[Type]:
+        """The types ``classes`` bring that are not yet known (to record with their put).
+
+        Each class is walked once: itself and the classes its fields are
+        declared with, recursively.
+        """
+        seen = self._walked
+        fresh = [cls for cls in classes if cls not in seen]
+        if not fresh:
+            return []
+        named: set[Type] = set()
+        for cls in fresh:
+            _walk(cls, seen, named)
         known = self.known
-        return [named for named in found if named not in known]
+        return [item for item in named if item not in known]
 
     def rows(self, types: Iterable[Type]) -> list[tuple[str, str, bytes]]:
         """The entries that record ``types`` in the store (ensured in a put's batch)."""
@@ -186,3 +183,28 @@ def _imported(named: Type) -> bool:
     """Whether ``module.name`` is a class of a module this process has already imported."""
     module = sys.modules.get(named[0])
     return module is not None and isinstance(getattr(module, named[1], None), type)
+
+
+def _walk(cls: Any, seen: set[Any], named: set[Type]) -> None:
+    """Add ``cls`` (a class or an annotation) and the classes its fields name to ``named``."""
+    try:
+        if cls in seen:
+            return
+        seen.add(cls)
+    except TypeError:  # an unhashable annotation: look inside it only
+        pass
+    for arg in typing.get_args(cls):
+        _walk(arg, seen, named)
+    origin = typing.get_origin(cls)
+    if origin is not None:
+        _walk(origin, seen, named)
+        return
+    if not isinstance(cls, type) or cls.__module__ == "builtins":
+        return
+    named.add((cls.__module__, cls.__name__))
+    hints: dict[str, Any] = {}
+    if dataclasses.is_dataclass(cls) or hasattr(cls, "model_fields") or hasattr(cls, "_fields"):
+        with contextlib.suppress(Exception):  # annotations that do not resolve: none
+            hints = typing.get_type_hints(cls)
+    for hint in hints.values():
+        _walk(hint, seen, named)

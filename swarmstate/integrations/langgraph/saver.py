@@ -65,7 +65,7 @@ try:
     from swarmstate.integrations.langgraph import entry as E
     from swarmstate.integrations.langgraph import guard as G
     from swarmstate.integrations.langgraph import reads as R
-    from swarmstate.integrations.langgraph.allowlist import Allowlist, ext_types, reading
+    from swarmstate.integrations.langgraph.allowlist import Allowlist, classes_of, reading
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
@@ -465,7 +465,7 @@ class SwarmStateSaver(ThreadMethods):
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
-        learned = self._allowlist.new(built.types) if built.types else ()
+        learned = self._allowlist.new(built.classes)
         if learned:
             index += self._allowlist.rows(learned)
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
@@ -584,7 +584,7 @@ class SwarmStateSaver(ThreadMethods):
         dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
-        found: set[tuple[str, str]] = set()
+        found: set[type] = set()
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
@@ -597,13 +597,12 @@ class SwarmStateSaver(ThreadMethods):
                 else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
             (special if idx < 0 else regular).append(entry)
-            if type_ == "msgpack" and type(raw) is bytes:
-                found |= ext_types(raw)
+            found |= classes_of(value)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
             existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
-        learned = self._allowlist.new(found) if found else ()
+        learned = self._allowlist.new(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         self._guards.write(
             thread_id,

@@ -65,7 +65,7 @@ from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import legacy
 from swarmstate.integrations.langgraph import sharing as S
-from swarmstate.integrations.langgraph.allowlist import ext_types
+from swarmstate.integrations.langgraph.allowlist import classes_of
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 from swarmstate.integrations.langgraph.pack import SEGMENT_AT_LEAST, pack, unpack
 from swarmstate.integrations.langgraph.revive import Reviver
@@ -127,8 +127,8 @@ class Built(NamedTuple):
     """Checkpoint entries whose chunks the forms reference: they must still exist."""
     written: list[tuple[str, str, Any, S.Version, Contents | None]]
     """``(channel, version id, channel version, bytes as stored, contents)`` to cache."""
-    types: set[tuple[str, str]]
-    """The classes the serializer wrote as object extensions (:mod:`.allowlist`)."""
+    classes: set[type]
+    """The classes the stored values bring to the state (:mod:`.allowlist`)."""
 
 
 def chunks_of(form: list[Any]) -> Iterable[str]:
@@ -239,7 +239,7 @@ class Values:
         rows: list[Entry] = []
         lenders: set[Pair] = set()
         written: list[tuple[str, str, Any, S.Version, Contents | None]] = []
-        types: set[tuple[str, str]] = set()
+        classes: set[type] = set()
         chunks_ns = K.chunks(thread_id)
         for channel, version in stored.items():
             if channel not in values:
@@ -272,11 +272,10 @@ class Values:
             if data is not None:
                 kind = "msgpack"
                 assert contents is not None
-                types.update((cls.__module__, cls.__name__) for cls in contents.kinds)
+                classes |= contents.kinds
             else:
                 kind, data = serde.dumps_typed(value)
-                if kind == "msgpack":
-                    types |= ext_types(data)
+                classes |= classes_of(value)
             if len(data) <= INLINE_MAX:
                 forms[channel] = [BLOB, kind, data if type(data) is bytes else bytes(data)]
                 continue
@@ -308,7 +307,7 @@ class Values:
                 missing = {ch: v for ch, v in changed if ch not in stored and ch not in forms}
                 if missing:
                     self._resolve_missing(serde, thread_id, checkpoint_ns, missing, forms, lenders)
-        return Built(rows, forms, lenders, written, types)
+        return Built(rows, forms, lenders, written, classes)
 
     def _base(
         self,
