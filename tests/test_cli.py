@@ -87,7 +87,7 @@ def graphs_db(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
 def test_version_prints_the_installed_package_version() -> None:
     out = run_cli("--version")
     assert out.returncode == 0
-    assert out.stdout == f"swarmstate {importlib.metadata.version('swarmstate')}\n"
+    assert out.stdout == f"swarmstate {importlib.metadata.version('pyswarmstate')}\n"
 
 
 @pytest.mark.parametrize("command", [None, *PATH_COMMANDS, "benchmark"])
@@ -399,7 +399,7 @@ def test_benchmark_writes_its_result_and_draws_progress_only_when_asked(tmp_path
     proc = run_cli("benchmark", "--tiny", "--out", str(out), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # stderr is a pipe here: no progress frames in logs
-    assert 'pip install "swarmstate[bench,disk,langgraph,postgres]"' in proc.stdout
+    assert 'pip install "pyswarmstate[bench,disk,langgraph,postgres]"' in proc.stdout
     doc = json.loads(out.read_text())
     env = doc["environment"]
     for field in ("python", "platform", "cpu_count", "packages", "settings"):
@@ -463,7 +463,7 @@ def test_benchmark_without_langgraph_measures_the_stores_and_names_the_extra(
     assert "checkpointers on LangGraph" not in proc.stdout
     skipped = [line for line in proc.stdout.splitlines() if line.startswith("skipped savers")]
     assert len(skipped) == 1
-    assert 'pip install "swarmstate[langgraph]"' in skipped[0]
+    assert 'pip install "pyswarmstate[langgraph]"' in skipped[0]
 
 
 def test_the_command_module_does_not_import_langgraph_or_matplotlib() -> None:

@@ -203,7 +203,7 @@ def saver_rows(
         from swarmstate._bench.conversation import Conversation
         from swarmstate.integrations.langgraph import SwarmStateSaver
     except ImportError as exc:
-        skipped["savers"] = f'{exc} (install it with: pip install "swarmstate[langgraph]")'
+        skipped["savers"] = f'{exc} (install it with: pip install "pyswarmstate[langgraph]")'
         return {}, skipped
     from swarmstate._memory import Store
 
@@ -227,7 +227,7 @@ def saver_rows(
             skipped["SqliteSaver"] = f"{exc} (pip install langgraph-checkpoint-sqlite)"
         groups["durable"] = durable
     except ImportError as exc:
-        skipped["durable savers"] = f'{exc} (install it with: pip install "swarmstate[disk]")'
+        skipped["durable savers"] = f'{exc} (install it with: pip install "pyswarmstate[disk]")'
     rows: dict[str, Any] = {}
     conversation = None
     for name, savers in groups.items():

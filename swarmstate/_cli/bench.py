@@ -28,7 +28,7 @@ __all__ = ["LANGGRAPH_HINT", "check_writable", "format_report", "run_benchmark",
 
 LANGGRAPH_HINT = (
     "For the PostgreSQL rows and the whole comparison: "
-    'pip install "swarmstate[bench,disk,langgraph,postgres]" and run '
+    'pip install "pyswarmstate[bench,disk,langgraph,postgres]" and run '
     "python benchmarks/run.py from a source checkout (--pg-dsn for the PostgreSQL rows)."
 )
 

@@ -377,7 +377,7 @@ def test_missing_apsw_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert 'pip install "swarmstate[disk]"' in done.stdout
+    assert 'pip install "pyswarmstate[disk]"' in done.stdout
 
 
 # -- lifecycle -------------------------------------------------------------------------

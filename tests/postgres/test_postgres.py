@@ -14,6 +14,7 @@ import multiprocessing
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -375,7 +376,7 @@ def test_missing_psycopg_names_the_extra_to_install() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("MissingDependencyError")
-    assert 'pip install "swarmstate[postgres]"' in out.stdout
+    assert 'pip install "pyswarmstate[postgres]"' in out.stdout
 
 
 # -- concurrency -------------------------------------------------------------------------------
@@ -631,3 +632,17 @@ def test_require_works_before_setup_brings_the_schema_to_version_7(
     with pytest.raises(ss.ConflictError):
         store.set_many([("ns", long, 5)], require=[("ns", long, ss.ABSENT)])
     assert store.get("ns", long) == 4
+
+
+def test_a_bad_conninfo_fails_at_once_with_its_cause(pg_conninfo: str) -> None:
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    started = time.monotonic()
+    with pytest.raises(ss.InvalidArgumentError, match='missing "=" after "dbname"'):
+        PostgresStore("host=localhost dbname")
+    missing = psycopg.conninfo.make_conninfo(pg_conninfo, dbname="no_such_database")
+    with pytest.raises(ss.StorageError, match='database "no_such_database" does not exist'):
+        PostgresStore(missing)
+    with pytest.raises(ss.StorageError, match="does not exist"):
+        SwarmStateSaver.from_conn_string(missing)
+    assert time.monotonic() - started < 10  # not the pool's 30-second timeout

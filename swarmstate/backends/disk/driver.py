@@ -8,7 +8,7 @@ try:
     import apsw
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError(
-        'DiskStore needs the apsw package; install it with: pip install "swarmstate[disk]"'
+        'DiskStore needs the apsw package; install it with: pip install "pyswarmstate[disk]"'
     ) from exc
 
 __all__ = ["Connection", "apsw"]

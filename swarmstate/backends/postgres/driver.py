@@ -20,7 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"PostgresStore needs psycopg 3 and psycopg_pool ({exc.name} is missing): "
-        'pip install "swarmstate[postgres]"'
+        'pip install "pyswarmstate[postgres]"'
     ) from exc
 
 __all__ = [

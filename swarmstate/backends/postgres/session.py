@@ -21,7 +21,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from swarmstate._errors import IncompatibleStoreError, StorageError, StoreClosedError
+from swarmstate._errors import (
+    IncompatibleStoreError,
+    InvalidArgumentError,
+    StorageError,
+    StoreClosedError,
+)
 from swarmstate.backends.postgres import migrations as m
 from swarmstate.backends.postgres import schema
 from swarmstate.backends.postgres import statements as q
@@ -91,6 +96,7 @@ class Session:
         }
         self._sql_v6 = {name: self.format(text) for name, text in q.SINCE_V6.items()}
         if self._owns_pool:
+            _probe(conninfo)
             self._pool = self._new_pool()
 
     def format(self, text: str) -> str:
@@ -349,3 +355,35 @@ def _check_version(name: str, version: int | None) -> None:
             f"schema {name!r} is at swarmstate schema version {version}, newer than "
             f"this code's {SCHEMA_VERSION}; upgrade swarmstate"
         )
+
+
+PROBE_TIMEOUT = 5
+"""Seconds the first connection of a new store may take (unless the conninfo sets its own)."""
+
+
+def _probe(conninfo: str | None) -> None:
+    """Connect once, so that a bad conninfo or an unreachable database fails now, by its cause.
+
+    A pool connects in the background and reports a failure only as a
+    timeout of the first call that needs a connection (30 seconds later),
+    the cause left in its log lines.
+    """
+    assert conninfo is not None
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        raise InvalidArgumentError(
+            f"conninfo {safe_conninfo(conninfo)!r} is not a PostgreSQL connection string: "
+            f"{str(exc).strip()} "
+            "(use a postgresql:// URL or libpq key=value text)"
+        ) from None
+    timeout = params.get("connect_timeout") or PROBE_TIMEOUT
+    try:
+        dsn = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=timeout)
+        psycopg.connect(dsn, autocommit=True).close()
+    except psycopg.Error as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        cause = " ".join(lines) or type(exc).__name__
+        raise StorageError(
+            f"cannot connect to PostgreSQL with {safe_conninfo(conninfo)!r}: {cause}"
+        ) from None

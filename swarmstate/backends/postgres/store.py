@@ -27,7 +27,7 @@ and :mod:`swarmstate.backends.postgres.migrations` brings older ones to it.
 
 psycopg 3 and psycopg_pool are imported only by this backend's modules
 (through :mod:`swarmstate.backends.postgres.driver`): ``pip install
-"swarmstate[postgres]"``.
+"pyswarmstate[postgres]"``.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
-        'pip install "swarmstate[langgraph]"'
+        'pip install "pyswarmstate[langgraph]"'
     ) from exc
 
 __all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer"]
