@@ -320,7 +320,7 @@ class BaseStore(abc.ABC):
             check_flag(if_absent, "if_absent")
             check_flag(raw, "raw")
         conditions = checked_requirements(require) if require else None
-        defaults = encoded_rows(ensure, raw) if ensure else []
+        defaults = encoded_rows(ensure, raw, "ensure") if ensure else []
         rows = encoded_rows(items, raw)
         if conditions:
             return self._put_required(rows, if_absent, defaults, conditions)

@@ -8,7 +8,7 @@ message, on every backend. The order they run in is documented in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from swarmstate._codec import encode
@@ -126,11 +126,23 @@ def check_range(
         )
 
 
-def checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[Pair]:
+def _iterate(values: Any, name: str, what: str) -> Iterator[Any]:
+    """An iterator over ``values``, or :class:`InvalidArgumentError` naming the argument."""
+    if not isinstance(values, (str, bytes)):
+        try:
+            return iter(values)
+        except TypeError:
+            pass
+    raise InvalidArgumentError(
+        f"{name} must be an iterable of {what}, got {type(values).__name__}: {values!r:.80}"
+    )
+
+
+def checked_pairs(pairs: Iterable[tuple[str, str]], name: str = "pairs") -> list[Pair]:
     """Materialize ``(namespace, key)`` pairs, each checked; raises before returning any."""
     checked: list[Pair] = []
     append = checked.append
-    for pair in pairs:
+    for pair in _iterate(pairs, name, "(namespace, key) pairs"):
         if type(pair) is tuple and len(pair) == 2:
             ns, key = pair
             if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
@@ -143,14 +155,16 @@ def checked_pairs(pairs: Iterable[tuple[str, str]]) -> list[Pair]:
     return checked
 
 
-def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
+def encoded_rows(
+    items: Iterable[tuple[str, str, Any]], raw: bool, name: str = "items"
+) -> list[Row]:
     """Check and encode a batch, entry by entry; raises before returning anything.
 
     Each entry's shape, namespace, key, then value: the first bad entry wins.
     """
     rows: list[Row] = []
     append = rows.append
-    for entry in items:
+    for entry in _iterate(items, name, "(namespace, key, value) tuples"):
         if type(entry) is tuple and len(entry) == 3:
             ns, key, value = entry
             if type(ns) is str and type(key) is str and ns.isascii() and key.isascii():
@@ -170,7 +184,7 @@ def encoded_rows(items: Iterable[tuple[str, str, Any]], raw: bool) -> list[Row]:
 def checked_requirements(require: Iterable[tuple[str, str, Any]]) -> list[Requirement]:
     """The conditions of ``set_many(require=...)``, each checked; raises before returning any."""
     checked: list[Requirement] = []
-    for entry in require:
+    for entry in _iterate(require, "require", "(namespace, key, expected) tuples"):
         if type(entry) is tuple and len(entry) == 3:
             ns, key, expected = entry
             if (

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import ODD_THREAD, THREADS, cfg, fill_with_graphs
-from cli_support import ROOT
+from cli_graphs import ODD_THREAD, THREADS, cfg, chat_graph, fill_with_graphs
+from cli_support import ROOT, run_cli
+from langchain_core.messages import HumanMessage
 
 import swarmstate as ss
 from swarmstate._cli.source import open_store
@@ -269,3 +270,39 @@ def test_docs_list_every_json_key_the_commands_print(filled: Filled, capsys: Any
         printed |= keys_of(cli_json(filled, argv[0], *argv[1:], capsys=capsys))
     undocumented = {k for k in printed if f"`{k}`" not in docs and f"{k}`" not in docs}
     assert not undocumented, f"keys printed but not in docs/cli.md: {sorted(undocumented)}"
+
+
+class _Reverse:
+    """A stand-in cipher for LangGraph's EncryptedSerializer: enough to write another format."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        return "rev", plaintext[::-1]
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        assert ciphername == "rev"
+        return ciphertext[::-1]
+
+
+def test_check_tells_values_of_another_serializer_from_damage(tmp_path: Path) -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    path = tmp_path / "secret.db"
+    serde = EncryptedSerializer(_Reverse(), JsonPlusSerializer())
+    with DiskStore(path) as store:
+        saver = SwarmStateSaver(store, serde=serde)
+        graph = chat_graph(saver)
+        graph.invoke({"messages": [HumanMessage("secret")]}, cfg("s"))
+        assert saver.verify() == []  # its own serializer reads everything
+        problems = SwarmStateSaver(store).verify()
+        assert problems
+        assert {p["kind"] for p in problems} == {"serializer"}
+        assert "msgpack+rev" in problems[0]["error"]
+    done = run_cli("check", str(path), "--json")
+    doc = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert doc["ok"] is True
+    assert doc["bad_checkpoints"] == []
+    assert doc["other_serializer_checkpoints"]

@@ -249,6 +249,12 @@ def render_check(doc: dict[str, Any], target: str) -> str:
             f"bad checkpoints: {len(bad):,}"
         )
         lines += [f"  {b['error']}" for b in bad]
+        other = doc.get("other_serializer_checkpoints") or []
+        if other:
+            lines.append(
+                f"checkpoints written by another serializer (not read here, not counted "
+                f"as damage): {len(other):,}; {other[0]['error']}"
+            )
     lines.append(f"{target}: {'ok' if doc['ok'] else 'PROBLEMS FOUND'}")
     return "\n".join(lines)
 

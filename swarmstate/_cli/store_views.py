@@ -63,7 +63,9 @@ def check_view(store: BaseStore) -> dict[str, Any]:
                 loads(data)
             except DecodeError as exc:
                 bad.append({"namespace": namespace, "key": key, "error": str(exc)})
-    threads, bad_checkpoints = _checkpoints(store)
+    threads, problems = _checkpoints(store)
+    bad_checkpoints = [p for p in problems if p.get("kind") != "serializer"]
+    other_serializer = [p for p in problems if p.get("kind") == "serializer"]
     return {
         "ok": (integrity is None or integrity == ["ok"]) and not bad and not bad_checkpoints,
         "integrity_check": integrity,
@@ -71,6 +73,7 @@ def check_view(store: BaseStore) -> dict[str, Any]:
         "bad_entries": bad,
         "threads_checked": threads,
         "bad_checkpoints": bad_checkpoints,
+        "other_serializer_checkpoints": other_serializer,
     }
 
 

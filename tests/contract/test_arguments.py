@@ -109,6 +109,11 @@ BATCH_CASES: list[tuple[Call, type[Exception], str]] = [
     (lambda s: s.set_many([("a", "k", 1)], if_absent="yes"), ss.InvalidArgumentError, "'yes'"),
     (lambda s: s.set_many([("a", "k", b"")], raw=1), ss.InvalidArgumentError, "1"),
     (lambda s: s.set("a", 5, object()), ss.InvalidKeyError, "5"),
+    # Not an iterable at all: the argument is named.
+    (lambda s: s.set_many(None), ss.InvalidArgumentError, "items must be an iterable"),
+    (lambda s: s.set_many("abc"), ss.InvalidArgumentError, "items must be an iterable"),
+    (lambda s: s.set_many([], ensure=3), ss.InvalidArgumentError, "ensure must be an iterable"),
+    (lambda s: s.set_many([], require=5), ss.InvalidArgumentError, "require must be an iterable"),
 ]
 
 
@@ -131,6 +136,8 @@ PAIR_CASES: list[tuple[Call, type[Exception], str]] = [
     (lambda s: s.delete("ns", None), ss.InvalidKeyError, "None"),
     (lambda s: s.contains(SURROGATE, "k"), ss.InvalidKeyError, repr(SURROGATE)),
     (lambda s: s.get("ns", b"k"), ss.InvalidKeyError, "b'k'"),
+    (lambda s: s.get_many(None), ss.InvalidArgumentError, "pairs must be an iterable"),
+    (lambda s: s.delete_many(7), ss.InvalidArgumentError, "pairs must be an iterable"),
 ]
 
 

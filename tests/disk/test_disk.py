@@ -422,20 +422,36 @@ def test_new_files_are_owner_only(db: Path) -> None:
         os.umask(old_umask)
 
 
-def test_opening_a_looser_file_logs_a_warning(db: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_opening_a_looser_file_logs_a_warning_once_saying_what_it_allows(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     DiskStore(db).close()
-    os.chmod(db, 0o644)
-    with caplog.at_level(logging.WARNING, logger="swarmstate"):
-        DiskStore(db).close()
-    warnings = [r for r in caplog.records if r.name == "swarmstate"]
-    assert warnings
-    assert "644" in warnings[0].getMessage()
-    assert "chmod 600" in warnings[0].getMessage()
-    caplog.clear()
+    for mode, allows in ((0o644, "can read the store"), (0o664, "can read and change the store")):
+        os.chmod(db, mode)
+        with caplog.at_level(logging.WARNING, logger="swarmstate"):
+            DiskStore(db).close()
+            DiskStore(db).close()  # the same file again: said once is enough
+        warnings = [r.getMessage() for r in caplog.records if r.name == "swarmstate"]
+        assert len(warnings) == 1, warnings
+        assert f"{mode:o}" in warnings[0]
+        assert allows in warnings[0]
+        assert "chmod 600" in warnings[0]
+        caplog.clear()
     os.chmod(db, 0o600)
     with caplog.at_level(logging.WARNING, logger="swarmstate"):
         DiskStore(db).close()
     assert not [r for r in caplog.records if r.name == "swarmstate"]
+
+
+def test_a_connection_where_a_path_belongs_is_refused_with_the_fix(db: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        with pytest.raises(ss.InvalidArgumentError, match="takes a file path.*sqlite3 or apsw"):
+            DiskStore(conn)  # type: ignore[arg-type]
+    finally:
+        conn.close()
 
 
 # -- several handles, threads, processes ---------------------------------------------

@@ -375,11 +375,16 @@ def prepare_file(path: str) -> bool:
         raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
     for name in (path, path + "-wal", path + "-shm"):
         mode = file_mode(name)
-        if mode is not None and mode & 0o077:
+        if mode is not None and mode & 0o077 and (name, mode) not in _WARNED_MODES:
+            _WARNED_MODES.add((name, mode))  # once per file and mode in a process
             logger.warning(
-                "%s has mode %o: other users can read or change the store; "
-                "run chmod 600 on it (DiskStore creates its files 0600)",
+                "%s has mode %o: other users can %s the store; run chmod 600 on it "
+                "(DiskStore creates its files 0600)",
                 name,
                 mode,
+                "read and change" if mode & 0o022 else "read",
             )
     return True
+
+
+_WARNED_MODES: set[tuple[str, int]] = set()

@@ -95,6 +95,11 @@ class DiskStore(BaseStore):
             )
         if type(readonly) is not bool:
             raise InvalidArgumentError(f"readonly must be True or False, got {readonly!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"DiskStore takes a file path (str or os.PathLike), got {type(path).__name__}; "
+                "it opens the file itself (a sqlite3 or apsw connection cannot be passed in)"
+            )
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.synchronous: str = level
         self.busy_timeout = float(busy_timeout)

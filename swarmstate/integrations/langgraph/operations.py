@@ -179,9 +179,12 @@ class ThreadMethods(AsyncMethods):
     def verify(self, thread_ids: Sequence[str] | None = None) -> _List[dict[str, str]]:
         """Read back every checkpoint (values and pending writes included); list what fails.
 
-        Returns one ``{"thread_id", "checkpoint_ns", "checkpoint_id", "error"}``
-        per checkpoint that cannot be read (its :class:`~swarmstate.CorruptDataError`
-        message), empty when every one reads. ``thread_ids`` limits the check.
+        Returns one ``{"thread_id", "checkpoint_ns", "checkpoint_id", "error",
+        "kind"}`` per checkpoint that cannot be read, empty when every one
+        reads: ``kind`` is ``"damaged"`` (the :class:`~swarmstate.CorruptDataError`
+        message is the error) or ``"serializer"``, when it was written by a
+        serializer of another format than this saver's (an encrypting one, say)
+        and may well be whole. ``thread_ids`` limits the check.
         """
         problems: _List[dict[str, str]] = []
         fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
@@ -203,12 +206,20 @@ class ThreadMethods(AsyncMethods):
                         if row is not None:
                             R.complete(self._reader(), fresh, [row])
                     except CorruptDataError as exc:
+                        foreign = R.foreign_types(entry, writes)
                         problems.append(
                             {
                                 "thread_id": thread_id,
                                 "checkpoint_ns": checkpoint_ns,
                                 "checkpoint_id": checkpoint_id,
-                                "error": str(exc),
+                                "error": str(exc)
+                                if not foreign
+                                else (
+                                    "written by a serializer of another format "
+                                    f"({', '.join(sorted(foreign))}): read it with a saver "
+                                    "given that serializer (serde=...); the data may be whole"
+                                ),
+                                "kind": "serializer" if foreign else "damaged",
                             }
                         )
         return problems

@@ -232,3 +232,26 @@ def _deleted(values: Values, rows: list[tuple[Found, str]]) -> set[tuple[str, st
                 "the stored data is damaged or incomplete"
             )
     return {(row[0], row[1], row[2]) for row, _ in rows}
+
+
+_PLAIN_TYPES = frozenset({"msgpack", "json", "null", "bytes", "bytearray"})
+"""The type names LangGraph's own serializer writes and reads without a cipher."""
+
+
+def foreign_types(entry: Any, writes: list[Any]) -> set[str]:
+    """Type names in a checkpoint's stored entry and writes that LangGraph's serializer
+    does not read by itself (an encrypting serializer's ``msgpack+aes``, say)."""
+    names: set[str] = set()
+    try:
+        if type(entry) is bytes and entry[:1] in (b"\x96", b"\x97"):
+            typed = loads(entry)
+            names.update(t for t in (typed[0], typed[2]) if type(t) is str)
+            forms = typed[6] if len(typed) == 7 and type(typed[6]) is dict else {}
+            names.update(f[1] for f in forms.values() if type(f) is list and len(f) > 1)
+        for stored in writes:
+            write = loads(stored)
+            if type(write) is list and len(write) >= 5 and type(write[4]) is str:
+                names.add(write[4])
+    except (ValueError, TypeError, IndexError):
+        return set()
+    return {name for name in names if type(name) is str and name not in _PLAIN_TYPES}
