@@ -448,7 +448,7 @@ def test_a_connection_where_a_path_belongs_is_refused_with_the_fix(db: Path) -> 
 
     conn = sqlite3.connect(":memory:")
     try:
-        with pytest.raises(ss.InvalidArgumentError, match="takes a file path.*sqlite3 or apsw"):
+        with pytest.raises(ss.InvalidArgumentError, match=r"takes a file path.*sqlite3 or apsw"):
             DiskStore(conn)  # type: ignore[arg-type]
     finally:
         conn.close()
