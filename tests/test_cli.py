@@ -285,6 +285,7 @@ def test_check_passes_a_sound_store_and_lists_entries_that_do_not_decode(
         "bad_entries": [],
         "threads_checked": 0,
         "bad_checkpoints": [],
+        "other_serializer_checkpoints": [],
     }
     with DiskStore(path) as store:
         store.set_many([("ns1", "bad", b"\xc1"), ("zz", "torn", b"\x94\x01")], raw=True)
@@ -404,7 +405,7 @@ def test_benchmark_writes_its_result_and_draws_progress_only_when_asked(tmp_path
     env = doc["environment"]
     for field in ("python", "platform", "cpu_count", "packages", "settings"):
         assert env[field], field
-    assert env["packages"]["swarmstate"]
+    assert env["packages"]["pyswarmstate"]
     assert set(doc["stores"]) == {"Store", "DiskStore NORMAL", "DiskStore FULL"}
     for row in doc["stores"].values():
         assert row["set"]["p50"] > 0

@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["PACKAGES", "environment", "footprint"]
 
 PACKAGES = (
-    "swarmstate",
+    "pyswarmstate",
     "ormsgpack",
     "msgpack",
     "pyrsistent",
