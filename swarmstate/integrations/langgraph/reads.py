@@ -10,7 +10,7 @@ one page over to the next.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import CheckpointTuple
 
@@ -31,9 +31,20 @@ _new_tuple = tuple.__new__
 Group = tuple[str, Any, list[Any]]
 Pending = tuple[list[Any], "str | None"]
 """Write entries seen at the bottom of a page, and the key head they share."""
-Found = tuple[str, str, str, dict[str, Any], dict[str, Any], "str | None", list[Any], Any]
-"""A decoded row: thread, namespace, id, checkpoint, metadata, parent id, pending
-writes, and the entry's value forms (None when the entry holds every value)."""
+class Found(NamedTuple):
+    """A checkpoint read from the store, before its values are: what a tuple is built from."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    checkpoint: dict[str, Any]
+    """The checkpoint; its ``channel_values`` are set by :func:`complete`."""
+    metadata: dict[str, Any]
+    parent_id: str | None
+    writes: list[tuple[str, str, Any]]
+    """Its pending writes, decoded."""
+    forms: dict[str, list[Any]] | None
+    """The stored forms of its values (None: an entry of the earlier layout holds them)."""
 
 
 def fold(rows: list[tuple[str, Any]], pending: Pending) -> tuple[list[Group], Pending]:
@@ -155,7 +166,7 @@ def decode(
     head = head_of(decoded)
     if head is not None:
         values.remember(thread_id, checkpoint_ns, checkpoint_id, head)
-    return (
+    return Found(
         thread_id,
         checkpoint_ns,
         checkpoint_id,
@@ -174,11 +185,18 @@ def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointT
     it was deleted meanwhile (retention in another process), is left out; one
     that still exists without them is damaged: :class:`CorruptDataError`.
     """
-    shared = [i for i, row in enumerate(batch) if row[7] is not None]
+    shared = [i for i, row in enumerate(batch) if row.forms is not None]
     if shared:
         incomplete = values.fill(
             serde,
-            [((batch[i][0], batch[i][1], batch[i][2]), batch[i][3], batch[i][7]) for i in shared],
+            [
+                (
+                    (batch[i].thread_id, batch[i].checkpoint_ns, batch[i].checkpoint_id),
+                    batch[i].checkpoint,
+                    batch[i].forms,  # type: ignore[misc]  # not None in ``shared``
+                )
+                for i in shared
+            ],
         )
         if incomplete:
             gone = _deleted(values, [(batch[shared[i]], channel) for i, channel in incomplete])
