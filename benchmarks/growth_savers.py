@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GrowthConfig", "Saver", "drop_schema", "make_savers", "timed"]
+__all__ = [
+    "GrowthConfig",
+    "Saver",
+    "drop_schema",
+    "inmemory_bytes",
+    "make_savers",
+    "pg_bytes",
+    "sqlite_bytes",
+    "store_bytes",
+    "timed",
+]
 
 
 @dataclass
@@ -58,7 +68,7 @@ class Saver:
     close: Callable[[], None]
 
 
-def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
+def sqlite_bytes(path: Path, apsw_file: bool) -> int:
     """Database plus WAL bytes after folding the WAL in, so every layout is measured alike.
 
     The checkpoint runs through the SQLite library that has the file open
@@ -80,7 +90,8 @@ def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
-def _pg_bytes(dsn: str, schema: str) -> int:
+def pg_bytes(dsn: str, schema: str) -> int:
+    """Total size of the relations (tables, their indexes and TOAST) in one schema."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -101,7 +112,8 @@ def drop_schema(dsn: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _memory_bytes_inmemory(saver: Any) -> int:
+def inmemory_bytes(saver: Any) -> int:
+    """The serialized bytes an ``InMemorySaver`` holds: checkpoints, metadata, blobs, writes."""
     total = 0
     for namespaces in saver.storage.values():
         for checkpoints in namespaces.values():
@@ -113,7 +125,8 @@ def _memory_bytes_inmemory(saver: Any) -> int:
     return total
 
 
-def _memory_bytes_store(store: Any) -> int:
+def store_bytes(store: Any) -> int:
+    """The encoded bytes of every value an in-memory ``Store`` holds."""
     return int(store.snapshot().size_bytes)
 
 
@@ -136,7 +149,7 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
             Saver(
                 "SwarmStateSaver(Store)",
                 ours(store),
-                functools.partial(_memory_bytes_store, store),
+                functools.partial(store_bytes, store),
                 store.close,
             )
         )
@@ -146,7 +159,7 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
             path = tmp / f"{graph}-ours-{level.lower()}.db"
             disk = DiskStore(path, synchronous=level)
             out.append(
-                Saver(name, ours(disk), functools.partial(_sqlite_bytes, path, True), disk.close)
+                Saver(name, ours(disk), functools.partial(sqlite_bytes, path, True), disk.close)
             )
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -154,9 +167,7 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
     if want("InMemorySaver"):
         mem = timed(InMemorySaver)()
         out.append(
-            Saver(
-                "InMemorySaver", mem, functools.partial(_memory_bytes_inmemory, mem), lambda: None
-            )
+            Saver("InMemorySaver", mem, functools.partial(inmemory_bytes, mem), lambda: None)
         )
     for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
         name = f"SqliteSaver {label}"
@@ -168,7 +179,7 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
         saver.setup()
         if level:
             conn.execute(f"PRAGMA synchronous = {level}")
-        out.append(Saver(name, saver, functools.partial(_sqlite_bytes, path, False), conn.close))
+        out.append(Saver(name, saver, functools.partial(sqlite_bytes, path, False), conn.close))
     if cfg.pg_dsn:
         out.extend(_pg_savers(cfg, graph, want))
     for saver in out:
@@ -203,7 +214,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             Saver(
                 "SwarmStateSaver(PostgresStore)",
                 timed(SwarmStateSaver)(store),
-                functools.partial(_pg_bytes, cfg.pg_dsn, ours_schema),
+                functools.partial(pg_bytes, cfg.pg_dsn, ours_schema),
                 close_ours,
             )
         )
@@ -229,7 +240,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             Saver(
                 "PostgresSaver",
                 peer,
-                functools.partial(_pg_bytes, cfg.pg_dsn, peer_schema),
+                functools.partial(pg_bytes, cfg.pg_dsn, peer_schema),
                 close_peer,
             )
         )
