@@ -149,6 +149,22 @@ def test_a_claim_is_the_median_of_per_round_ratios_and_holds_on_its_upper_quarti
     assert wide["holds"] is False, "the median is within the limit, the spread is not"
 
 
+def test_a_spread_bound_holds_the_median_to_the_limit_and_the_quartile_to_its_own() -> None:
+    res = Results()
+    res.add("ours", _latency([1.0, 1.0, 1.0, 1.0, 1.0]))
+    res.add("peer", _latency([1.02, 1.0, 1.0, 0.97, 0.96]))
+    within = res.claim("x.a", "ours / peer", "ours", "peer", 1.0, spread_bound=1.05)
+    assert within["ratio"] == 1.0
+    assert within["q3"] > 1.0
+    assert within["holds"] is True, "a quartile past the limit, within the spread's"
+    assert within["spread_bound"] == 1.05
+    plain = res.claim("x.b", "ours / peer", "ours", "peer", 1.0)
+    assert plain["holds"] is False
+    res.add("slow", _latency([1.03, 1.03, 1.03, 1.03, 1.03]))
+    median = res.claim("x.c", "slow / ours", "slow", "ours", 1.0, spread_bound=1.05)
+    assert median["holds"] is False, "the median is past the limit, the quartile is not"
+
+
 def test_rows_of_different_rounds_are_not_paired() -> None:
     res = Results()
     res.add("ours", _latency([1.0, 1.0, 1.0], batch="a"))
