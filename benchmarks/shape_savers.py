@@ -237,8 +237,11 @@ def _postgres(tag: str, dsn: str) -> list[Contender]:
     ]  # fmt: skip
 
 
-def peer_connection(dsn: str, schema: str) -> Any:
-    """A connection as PostgresSaver takes it (autocommit, dict rows), on its own schema."""
+def peer_connection(dsn: str, schema: str, settings: str = "") -> Any:
+    """A connection as PostgresSaver takes it (autocommit, dict rows), on its own schema.
+
+    ``settings``: more server settings for the session (``-c name=value``).
+    """
     import psycopg
     from psycopg.rows import dict_row
 
@@ -247,7 +250,7 @@ def peer_connection(dsn: str, schema: str) -> Any:
         autocommit=True,
         prepare_threshold=0,
         row_factory=dict_row,
-        options=f"-c search_path={schema}",
+        options=f"-c search_path={schema} {settings}".strip(),
     )
 
 
