@@ -18,6 +18,8 @@ SECTION_TITLES = {
     "growth": "A growing LangGraph conversation",
     "workers": "Several workers: the cost of tombstones and fencing",
     "retention": "Retention: expiring threads, keeping the newest, giving space back",
+    "shapes": "State shapes: each against the saver it replaces (issue #28)",
+    "threads": "Many threads in one store: thread-level calls as threads pile up (issue #31)",
 }
 
 CLAIM_NOTE = (
