@@ -58,6 +58,9 @@ SAVER_TABLES = [
     ("memory", "Checkpointer, in memory (no durability)"),
     ("durable", "Checkpointer, durable on one file (fsync policy per row)"),
     ("postgres", "Checkpointer on PostgreSQL (same server)"),
+    ("memory_dict", "Checkpointer, in memory, the plain-dict stream"),
+    ("durable_dict", "Checkpointer, durable on one file, the plain-dict stream"),
+    ("postgres_dict", "Checkpointer on PostgreSQL, the plain-dict stream"),
 ]
 
 

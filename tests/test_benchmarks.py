@@ -21,7 +21,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _harness as harness  # noqa: E402
 import compare  # noqa: E402
+import dict_stream  # noqa: E402
 import report  # noqa: E402
+import shape_graphs  # noqa: E402
 from _config import Config  # noqa: E402
 from _results import Results, pooled_rows  # noqa: E402
 
@@ -37,7 +39,9 @@ def _generate(seed: int) -> list[str]:
     blob = harness.blob_value(cfg.rng("disk.floor"), 1_024)
     steps = Conversation.record(seed, 12).steps
     recorded = [(s.checkpoint, s.metadata, s.new_versions, s.tasks) for s in steps]
-    return [harness.fingerprint(x) for x in (entries, changes, blob, recorded)]
+    dicts = [(s.checkpoint, s.metadata, s.tasks) for s in dict_stream.record(seed, 12).steps]
+    shapes = [shape_graphs.Script(seed, name, 3).turns for name in shape_graphs.SHAPES]
+    return [harness.fingerprint(x) for x in (entries, changes, blob, recorded, dicts, shapes)]
 
 
 def test_same_seed_builds_identical_benchmark_data() -> None:
@@ -52,6 +56,17 @@ def test_a_different_seed_builds_different_data() -> None:
 @pytest.fixture(scope="module")
 def conversation() -> Conversation:
     return Conversation.record(7, 120)
+
+
+def test_the_dict_stream_keeps_a_window_of_plain_dict_messages() -> None:
+    steps = dict_stream.record(7, 120).steps
+    sizes = []
+    for step in steps:
+        messages = step.checkpoint["channel_values"].get("messages", [])
+        assert all(type(m) is dict and set(m) == {"role", "content"} for m in messages)
+        sizes.append(len(messages))
+    assert max(sizes) == dict_stream.WINDOW
+    assert sum(1 for step in steps if len(step.tasks) == 2) > 0, "tools and remember in parallel"
 
 
 def test_recorded_checkpoint_ids_sort_in_step_order(conversation: Conversation) -> None:
