@@ -25,7 +25,7 @@ __all__ = [
     "pg_bytes",
     "sqlite_bytes",
     "store_bytes",
-    "timed",
+    "timing",
 ]
 
 
@@ -43,18 +43,23 @@ class GrowthConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def timed(cls: type) -> type:
-    """A subclass of a saver class that records how long each ``put`` takes."""
+def timing(cls: type, sink: list[int]) -> type:
+    """A subclass of saver class ``cls`` whose ``put`` appends its duration (ns) to ``sink``.
+
+    ``sink`` belongs to the caller (nothing is set on the saver); a copy of
+    the saver (LangGraph copies a checkpointer to extend its serializer's
+    allowlist) is of the same class and records into the same list.
+    """
 
     class Timed(cls):  # type: ignore[misc, valid-type]
-        def put(self, *args: Any, **kwargs: Any) -> Any:
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             start = time.perf_counter_ns()
             try:
-                return super().put(*args, **kwargs)
+                return super().put(config, checkpoint, metadata, new_versions)
             finally:
-                self.put_ns.append(time.perf_counter_ns() - start)
+                sink.append(time.perf_counter_ns() - start)
 
-    Timed.__name__ = f"Timed{cls.__name__}"
+    Timed.__name__ = Timed.__qualname__ = f"Timed{cls.__name__}"
     return Timed
 
 
@@ -66,6 +71,7 @@ class Saver:
     checkpointer: Any
     stored_bytes: Callable[[], int]
     close: Callable[[], None]
+    puts: list[int] = field(default_factory=list)  # ns of each put (``timing``'s sink)
 
 
 def sqlite_bytes(path: Path, apsw_file: bool) -> int:
@@ -142,15 +148,16 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
     def want(name: str) -> bool:
         return wanted is None or name in wanted
 
-    ours = timed(SwarmStateSaver)
     if want("SwarmStateSaver(Store)"):
         store = ss.Store()
+        puts: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(Store)",
-                ours(store),
+                timing(SwarmStateSaver, puts)(store),
                 functools.partial(store_bytes, store),
                 store.close,
+                puts,
             )
         )
     for level in ("NORMAL", "FULL"):
@@ -158,16 +165,19 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
         if want(name):
             path = tmp / f"{graph}-ours-{level.lower()}.db"
             disk = DiskStore(path, synchronous=level)
+            puts = []
+            saver = timing(SwarmStateSaver, puts)(disk)
             out.append(
-                Saver(name, ours(disk), functools.partial(sqlite_bytes, path, True), disk.close)
+                Saver(name, saver, functools.partial(sqlite_bytes, path, True), disk.close, puts)
             )
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if want("InMemorySaver"):
-        mem = timed(InMemorySaver)()
+        puts = []
+        mem = timing(InMemorySaver, puts)()
         out.append(
-            Saver("InMemorySaver", mem, functools.partial(inmemory_bytes, mem), lambda: None)
+            Saver("InMemorySaver", mem, functools.partial(inmemory_bytes, mem), lambda: None, puts)
         )
     for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
         name = f"SqliteSaver {label}"
@@ -175,15 +185,15 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
             continue
         path = tmp / f"{graph}-sqlite-{label.lower()}.db"
         conn = sqlite3.connect(path, check_same_thread=False)
-        saver = timed(SqliteSaver)(conn)
+        puts = []
+        saver = timing(SqliteSaver, puts)(conn)
         saver.setup()
         if level:
             conn.execute(f"PRAGMA synchronous = {level}")
-        out.append(Saver(name, saver, functools.partial(sqlite_bytes, path, False), conn.close))
+        bytes_of = functools.partial(sqlite_bytes, path, False)
+        out.append(Saver(name, saver, bytes_of, conn.close, puts))
     if cfg.pg_dsn:
         out.extend(_pg_savers(cfg, graph, want))
-    for saver in out:
-        saver.checkpointer.put_ns = []
     return out
 
 
@@ -210,12 +220,14 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             store.close()
             drop_schema(dsn, ours_schema)
 
+        ours_puts: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(PostgresStore)",
-                timed(SwarmStateSaver)(store),
+                timing(SwarmStateSaver, ours_puts)(store),
                 functools.partial(pg_bytes, cfg.pg_dsn, ours_schema),
                 close_ours,
+                ours_puts,
             )
         )
     if want("PostgresSaver"):
@@ -229,7 +241,8 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             row_factory=dict_row,
             options=f"-c search_path={peer_schema}",
         )
-        peer = timed(PostgresSaver)(conn)
+        peer_puts: list[int] = []
+        peer = timing(PostgresSaver, peer_puts)(conn)
         peer.setup()
 
         def close_peer() -> None:
@@ -242,6 +255,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
                 peer,
                 functools.partial(pg_bytes, cfg.pg_dsn, peer_schema),
                 close_peer,
+                peer_puts,
             )
         )
     return out

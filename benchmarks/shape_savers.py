@@ -1,7 +1,7 @@
 """The shapes section's contenders: ours on each store beside the saver it replaces.
 
 Each :class:`Contender` is a checkpointer whose class is a subclass of the
-saver's own (:func:`timing`) that records how long each ``put`` takes in a
+saver's own (``growth_savers.timing``) that records how long each ``put`` takes in a
 list the harness owns, so the runtime's real ``put`` calls are timed from
 inside ``invoke`` and nothing is set on a saver or store object. A
 contender also knows its stored bytes, how to open a new saver on the same
@@ -16,13 +16,19 @@ with WAL and ``synchronous=NORMAL``; ``SwarmStateSaver(PostgresStore)`` and
 
 import random
 import sqlite3
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from growth_savers import drop_schema, inmemory_bytes, pg_bytes, sqlite_bytes, store_bytes
+from growth_savers import (
+    drop_schema,
+    inmemory_bytes,
+    pg_bytes,
+    sqlite_bytes,
+    store_bytes,
+    timing,
+)
 
 __all__ = [
     "PAIRS",
@@ -32,7 +38,6 @@ __all__ = [
     "close_all",
     "make_contenders",
     "peer_connection",
-    "timing",
 ]
 
 OURS_MEMORY = "SwarmStateSaver(Store)"
@@ -44,26 +49,6 @@ PAIRS = (
     ("disk", OURS_DISK, "SqliteSaver NORMAL"),
     ("postgres", OURS_PG, "PostgresSaver"),
 )
-
-
-def timing(cls: type, sink: list[int]) -> type:
-    """A subclass of saver class ``cls`` whose ``put`` appends its duration (ns) to ``sink``.
-
-    ``sink`` belongs to the caller; a copy of the saver (LangGraph copies a
-    checkpointer to extend its serializer's allowlist) is of the same class
-    and records into the same list.
-    """
-
-    class Timed(cls):  # type: ignore[misc, valid-type]
-        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            start = time.perf_counter_ns()
-            try:
-                return super().put(config, checkpoint, metadata, new_versions)
-            finally:
-                sink.append(time.perf_counter_ns() - start)
-
-    Timed.__name__ = Timed.__qualname__ = f"Timed{cls.__name__}"
-    return Timed
 
 
 @dataclass
