@@ -362,7 +362,7 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
     proc = subprocess.run(
         [sys.executable, "benchmarks/run.py", "--quick", "--iters", "40", "--rounds", "3",
          "--processes", "1", "--pg-dsn", pg_conninfo],
-        capture_output=True, text=True, check=False, timeout=600, cwd=ROOT,
+        capture_output=True, text=True, check=False, timeout=2400, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     written = Path(re.search(r"^wrote (.+\.json)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
@@ -370,7 +370,13 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
         assert written.parent == ROOT / "benchmarks" / "runs"
         assert "runs/" in (ROOT / "benchmarks" / ".gitignore").read_text().split()
         doc = json.loads(written.read_text())
-        unmeasured = [c["label"] for c in doc["claims"] if c["ratio"] is None]
+        # A call the many-threads section predicts to take longer than its
+        # budget is not made; its claims say so (thread_rounds).
+        unmeasured = [
+            c["label"]
+            for c in doc["claims"]
+            if c["ratio"] is None and "budget per call" not in c.get("note", "")
+        ]
         assert not unmeasured, unmeasured
         assert all(c["q1"] <= c["ratio"] <= c["q3"] for c in doc["claims"])
         assert not (written.parent / "charts").exists(), "charts only when asked"
