@@ -187,16 +187,17 @@ def render(results: Path, out: Path) -> list[Path]:
         if not calls:
             continue
         fig, ax = plt.subplots(figsize=(7, 4.4))
-        for group, title in calls:
+        for k, (group, title) in enumerate(calls):
             for saver in sorted({r["subject"] for _, r in rows if r["group"] == group}):
                 pts = sorted(
                     (r["param"], r["p50"] / 1e3)
                     for _, r in rows
                     if r["group"] == group and r["subject"] == saver
                 )
+                # One colour per call; ours solid, the peer dashed.
                 style = "-" if saver.startswith("SwarmStateSaver") else "--"
                 ax.plot(
-                    [p for p, _ in pts], [v for _, v in pts], style, marker="o",
+                    [p for p, _ in pts], [v for _, v in pts], style, marker="o", color=f"C{k}",
                     label=f"{title}, {saver}",
                 )  # fmt: skip
         ax.set(
