@@ -131,6 +131,11 @@ def run_shape(
                 log(f"   shapes {name}: turn {turn + 1}/{run.turns}")
         stored = [c.stored_bytes() for c in contenders]
         equal = _states_equal(graphs, contenders, config)
+        for contender, same in zip(contenders, equal, strict=True):
+            if not same:
+                log(
+                    f"   shapes {name}: {contender.name}'s final state differs from InMemorySaver's"
+                )
         for contender in contenders:
             if contender.analyze is not None:
                 contender.analyze()
