@@ -159,6 +159,10 @@ def _thread_cell(row: dict[str, Any] | None, metric: str) -> str:
     return _time(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def thread_rows(rows: dict[str, dict[str, Any]]) -> tuple[list[str], set[str]]:
     """One table per store: every operation and saver, a column per number of threads."""
     mine = {rid: r for rid, r in rows.items() if r.get("section") == "threads"}
@@ -167,11 +171,13 @@ def thread_rows(rows: dict[str, dict[str, Any]]) -> tuple[list[str], set[str]]:
     out: list[str] = []
     for store in dict.fromkeys(r["store"] for r in mine.values()):
         here = {rid: r for rid, r in mine.items() if r["store"] == store}
-        sizes = sorted({r["param"] for r in here.values() if isinstance(r.get("param"), int)})
+        # A quick run pools its processes' rows: a size may come back as 1000.0.
+        sizes = sorted({int(r["param"]) for r in here.values() if _is_number(r.get("param"))})
         lines = []
         for group, what, metric in _THREAD_OPS:
-            savers = dict.fromkeys(r["subject"] for r in here.values() if r["group"] == group)
-            for saver in savers:
+            present = {r["subject"] for r in here.values() if r["group"] == group}
+            # Ours first, then the peer.
+            for saver in sorted(present, key=lambda s: (not s.startswith("SwarmState"), s)):
                 if saver == "budget":
                     continue
                 cells = []
