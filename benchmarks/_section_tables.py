@@ -73,7 +73,8 @@ def shape_grid(claims: list[dict[str, Any]]) -> list[str]:
     mine = {c["id"]: c for c in claims if c.get("section") == "shapes"}
     if not mine:
         return []
-    shapes = list(dict.fromkeys(cid.split(".")[1] for cid in mine))
+    named = {cid.split(".")[1] for cid in mine}
+    shapes = [s for s in SHAPE_TITLES if s in named] + sorted(named - set(SHAPE_TITLES))
     out: list[str] = []
     for store, pair in _STORES.items():
         calls = [
@@ -107,7 +108,8 @@ def shape_rows(rows: dict[str, dict[str, Any]]) -> tuple[list[str], set[str]]:
         return [], set()
     out: list[str] = []
     calls = ("put", "invoke", "get_state", "get_state_new", "list10")
-    for shape in dict.fromkeys(r["shape"] for r in mine.values()):
+    present = {r["shape"] for r in mine.values()}
+    for shape in [s for s in SHAPE_TITLES if s in present] + sorted(present - set(SHAPE_TITLES)):
         present = {r["subject"] for r in mine.values() if r["shape"] == shape}
         savers = [s for s in _SAVERS if s in present] + sorted(present - set(_SAVERS))
         lines = []
