@@ -51,9 +51,17 @@ def spread(ratios: Sequence[float]) -> tuple[float, float, float]:
 
 
 def _judge(entry: dict[str, Any], ratios: list[float]) -> None:
-    """Set a claim's ratio, spread and verdict from its per-round ratios."""
+    """Set a claim's ratio, spread and verdict from its per-round ratios.
+
+    With a ``spread_bound`` the median must be within ``bound`` and the
+    quartile within ``spread_bound`` (a limit whose spread may exceed it by a
+    stated margin); without, the quartile within ``bound``.
+    """
     ratio, q1, q3 = spread(ratios)
-    holds = q3 <= entry["bound"] if entry["op"] == "<=" else q1 >= entry["bound"]
+    bound = entry["bound"]
+    edge = entry.get("spread_bound", bound)
+    below = q3 <= edge and ratio <= bound
+    holds = below if entry["op"] == "<=" else q1 >= edge and ratio >= bound
     entry.update(ratio=round(ratio, 4), q1=round(q1, 4), q3=round(q3, 4), rounds=len(ratios))
     entry.update(holds=bool(holds), verdict="holds" if holds else "missed")
 
@@ -105,12 +113,15 @@ class Results:
         per_call: bool = True,
         reason: str | None = None,
         floor_label: str | None = None,
+        spread_bound: float | None = None,
     ) -> dict[str, Any]:
         """Record claim ``numerator / denominator op bound``, paired round by round.
 
         ``reason`` marks a claim this run cannot measure (a full-only size,
         a server not given) and says why. ``floor_label`` names the
         numerator's call for the restated claim (default: ``label``).
+        ``spread_bound``: the median is held to ``bound`` and the upper
+        quartile (``<=``; the lower for ``>=``) to this, a little past it.
         """
         if op not in ("<=", ">="):
             raise ValueError(f"op must be '<=' or '>=', got {op!r}")
@@ -127,6 +138,7 @@ class Results:
                 "per_call": per_call,
                 "reason": reason,
                 "floor_label": floor_label,
+                "spread_bound": spread_bound,
             }
         )
         entry: dict[str, Any] = {
@@ -141,6 +153,8 @@ class Results:
         }
         if floor_label is not None:
             entry["floor_label"] = floor_label
+        if spread_bound is not None:
+            entry["spread_bound"] = spread_bound
         self.claims.append(entry)
         got = self.per_round(numerator, denominator) if reason is None else reason
         if isinstance(got, str):

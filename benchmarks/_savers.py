@@ -30,15 +30,28 @@ def have(module: str, attr: str) -> bool:
         return False
 
 
-def conversation(cfg: Config, steps: int) -> Any:
-    """The run's recorded conversation, at least ``steps`` checkpoints; recorded once."""
+STREAMS = ("pydantic", "dict")  # the recorded streams: langchain_core messages, plain dicts
+
+
+def conversation(cfg: Config, steps: int, stream: str = "pydantic") -> Any:
+    """The run's recorded conversation, at least ``steps`` checkpoints; recorded once.
+
+    ``stream``: ``pydantic`` (``swarmstate._bench.conversation``'s agent) or
+    ``dict`` (the same agent with plain dict messages, ``dict_stream``).
+    """
     from swarmstate._bench.conversation import Conversation
 
-    key = str(cfg.seed)
+    key = f"{cfg.seed}:{stream}"
     known = _CONVERSATIONS.get(key)
     if known is None or len(known) < steps:
         need = max(steps, cfg.long_thread, cfg.iters + cfg.warmup + 2)
-        known = _CONVERSATIONS[key] = Conversation.record(f"{cfg.seed}:saver", need)
+        if stream == "dict":
+            import dict_stream
+
+            known = dict_stream.record(f"{cfg.seed}:saver", need)
+        else:
+            known = Conversation.record(f"{cfg.seed}:saver", need)
+        _CONVERSATIONS[key] = known
     return known
 
 
@@ -218,13 +231,20 @@ def read_claims(
     peer: str,
     bounds: dict[str, float],
     reason: str | None = None,
+    margin: float | None = None,
 ) -> None:
     """The latest-read and list claims of one group (``bounds``: mid, long, flat, list).
 
     ``reason``: why this run cannot measure them (the claims are still listed).
+    ``margin``: the latest-read and list claims hold their upper quartile to
+    their limit times this (``Results.claim``'s ``spread_bound``), not to the limit.
     """
+
+    def spread_of(bound: float) -> float | None:
+        return None if margin is None else round(bound * margin, 4)
+
     mid, long = cfg.mid_thread, cfg.long_thread
-    section = "postgres" if group == "postgres" else "saver"
+    section = "postgres" if group.startswith("postgres") else "saver"
     latest, floor = f"{group}.latest", f"{group}.latest.floor"
     for size, n in (("mid", mid), ("long", long)):
         if size not in bounds:
@@ -239,6 +259,7 @@ def read_claims(
             floor=f"{floor}.{n}",
             reason=reason,
             floor_label=f"{where}: latest read at {n:,} checkpoints, {ours}",
+            spread_bound=spread_of(bounds[size]),
         )
     res.claim(
         f"{group}.latest.flat",
@@ -261,4 +282,5 @@ def read_claims(
         floor=f"{group}.list10.floor.{long}",
         reason=reason,
         floor_label=f"{where}: list(limit=10) at {long:,} checkpoints, {ours}",
+        spread_bound=spread_of(bounds["list"]),
     )

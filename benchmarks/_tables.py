@@ -18,13 +18,17 @@ SECTION_TITLES = {
     "growth": "A growing LangGraph conversation",
     "workers": "Several workers: the cost of tombstones and fencing",
     "retention": "Retention: expiring threads, keeping the newest, giving space back",
+    "shapes": "State shapes: each against the saver it replaces (issue #28)",
+    "threads": "Many threads in one store: thread-level calls as threads pile up (issue #31)",
 }
 
 CLAIM_NOTE = (
     "*ratio* is the median over interleaved rounds of the per-round ratio (numerator's "
     "p50, or ops/s, over the denominator's in the same round); *spread* is the "
     "interquartile range of those per-round ratios. A claim *holds* only if its whole "
-    "spread is within the limit (upper quartile for `<=`, lower for `>=`). *floor*: "
+    "spread is within the limit (upper quartile for `<=`, lower for `>=`); a limit that "
+    "names a spread limit too (`<= 1 (spread <= 1.05)`) holds its median to the first and "
+    "its quartile to the second. *floor*: "
     "where measured, the least any implementation does for that call (LangGraph's "
     "serializer alone, or the same write done bare), as the same ratio. A per-call "
     "limit below its floor is out of reach for every store: it reads *below floor*, "
@@ -97,6 +101,14 @@ def spread(claim: dict[str, Any]) -> str:
     return f"{ratio(claim['q1'])}-{ratio(claim['q3'])}"
 
 
+def limit(claim: dict[str, Any]) -> str:
+    """A claim's limit, and its spread's where that one is set apart."""
+    text = f"{claim['op']} {claim['bound']:g}"
+    if claim.get("spread_bound") is not None:
+        text += f" (spread {claim['op']} {claim['spread_bound']:g})"
+    return text
+
+
 def floor(claim: dict[str, Any]) -> str:
     if claim.get("floor_ratio") is None:
         return ""
@@ -120,7 +132,7 @@ def claim_tables(claims: list[dict[str, Any]], *, rows: bool) -> list[str]:
                 label,
                 ratio(claim.get("ratio")),
                 spread(claim),
-                f"{claim['op']} {claim['bound']:g}",
+                limit(claim),
                 floor(claim),
                 verdict(claim, after=claim.get("restated_as") not in seen),
             ]

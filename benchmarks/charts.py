@@ -179,7 +179,47 @@ def render(results: Path, out: Path) -> list[Path]:
             fig.tight_layout()
             _save(fig, out, f"growth_{what}_{graph}", written)
             plt.close(fig)
+
+    # 7. Many threads: each thread-level call's cost against the number of threads.
+    for store in ("disk", "postgres"):
+        rows = _rows(doc, section="threads", store=store)
+        calls = [(g, t) for g, t in THREAD_CALLS if any(r["group"] == g for _, r in rows)]
+        if not calls:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.4))
+        for k, (group, title) in enumerate(calls):
+            for saver in sorted({r["subject"] for _, r in rows if r["group"] == group}):
+                pts = sorted(
+                    (r["param"], r["p50"] / 1e3)
+                    for _, r in rows
+                    if r["group"] == group and r["subject"] == saver
+                )
+                # One colour per call; ours solid, the peer dashed.
+                style = "-" if saver.startswith("SwarmStateSaver") else "--"
+                ax.plot(
+                    [p for p, _ in pts], [v for _, v in pts], style, marker="o", color=f"C{k}",
+                    label=f"{title}, {saver}",
+                )  # fmt: skip
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="threads in the store",
+            ylabel="ms per call (p50)",
+            title=f"Thread-level calls as threads pile up: {store}",
+        )
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        _save(fig, out, f"threads_{store}", written)
+        plt.close(fig)
     return written
+
+
+THREAD_CALLS = (
+    ("delete_thread", "delete_thread"),
+    ("list10", "list(None, limit=10)"),
+    ("retain", "retain, nothing expired"),
+    ("first_put", "a new thread's put"),
+)
 
 
 def main() -> int:

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GrowthConfig", "Saver", "drop_schema", "make_savers", "timed"]
+__all__ = [
+    "GrowthConfig",
+    "Saver",
+    "drop_schema",
+    "inmemory_bytes",
+    "make_savers",
+    "pg_bytes",
+    "sqlite_bytes",
+    "store_bytes",
+    "timing",
+]
 
 
 @dataclass
@@ -33,35 +43,38 @@ class GrowthConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def timed(cls: type, put_ns: list[int]) -> type:
-    """A subclass of a saver class that appends how long each ``put`` takes to ``put_ns``."""
+def timing(cls: type, sink: list[int]) -> type:
+    """A subclass of saver class ``cls`` whose ``put`` appends its duration (ns) to ``sink``.
 
-    def put(self: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter_ns()
-        try:
-            return super(timed_class, self).put(*args, **kwargs)
-        finally:
-            put_ns.append(time.perf_counter_ns() - start)
+    ``sink`` belongs to the caller (nothing is set on the saver); a copy of
+    the saver (LangGraph copies a checkpointer to extend its serializer's
+    allowlist) is of the same class and records into the same list.
+    """
 
-    timed_class: type = type(f"Timed{cls.__name__}", (cls,), {"put": put})
-    return timed_class
+    class Timed(cls):  # type: ignore[misc, valid-type]
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return super().put(config, checkpoint, metadata, new_versions)
+            finally:
+                sink.append(time.perf_counter_ns() - start)
+
+    Timed.__name__ = Timed.__qualname__ = f"Timed{cls.__name__}"
+    return Timed
 
 
 @dataclass
 class Saver:
-    """One contender: its checkpointer, how to read its stored bytes, how to close it.
-
-    ``put_ns`` holds how long each of the checkpointer's ``put`` calls took (see :func:`timed`).
-    """
+    """One contender: its checkpointer, how to read its stored bytes, how to close it."""
 
     name: str
     checkpointer: Any
     stored_bytes: Callable[[], int]
     close: Callable[[], None]
-    put_ns: list[int] = field(default_factory=list)
+    puts: list[int] = field(default_factory=list)  # ns of each put (``timing``'s sink)
 
 
-def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
+def sqlite_bytes(path: Path, apsw_file: bool) -> int:
     """Database plus WAL bytes after folding the WAL in, so every layout is measured alike.
 
     The checkpoint runs through the SQLite library that has the file open
@@ -83,7 +96,8 @@ def _sqlite_bytes(path: Path, apsw_file: bool) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
-def _pg_bytes(dsn: str, schema: str) -> int:
+def pg_bytes(dsn: str, schema: str) -> int:
+    """Total size of the relations (tables, their indexes and TOAST) in one schema."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -104,7 +118,8 @@ def drop_schema(dsn: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _memory_bytes_inmemory(saver: Any) -> int:
+def inmemory_bytes(saver: Any) -> int:
+    """The serialized bytes an ``InMemorySaver`` holds: checkpoints, metadata, blobs, writes."""
     total = 0
     for namespaces in saver.storage.values():
         for checkpoints in namespaces.values():
@@ -116,7 +131,8 @@ def _memory_bytes_inmemory(saver: Any) -> int:
     return total
 
 
-def _memory_bytes_store(store: Any) -> int:
+def store_bytes(store: Any) -> int:
+    """The encoded bytes of every value an in-memory ``Store`` holds."""
     return int(store.snapshot().size_bytes)
 
 
@@ -134,14 +150,14 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
 
     if want("SwarmStateSaver(Store)"):
         store = ss.Store()
-        times: list[int] = []
+        puts: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(Store)",
-                timed(SwarmStateSaver, times)(store),
-                functools.partial(_memory_bytes_store, store),
+                timing(SwarmStateSaver, puts)(store),
+                functools.partial(store_bytes, store),
                 store.close,
-                times,
+                puts,
             )
         )
     for level in ("NORMAL", "FULL"):
@@ -149,24 +165,19 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
         if want(name):
             path = tmp / f"{graph}-ours-{level.lower()}.db"
             disk = DiskStore(path, synchronous=level)
-            times = []
-            ours = timed(SwarmStateSaver, times)(disk)
-            bytes_of = functools.partial(_sqlite_bytes, path, True)
-            out.append(Saver(name, ours, bytes_of, disk.close, times))
+            puts = []
+            saver = timing(SwarmStateSaver, puts)(disk)
+            out.append(
+                Saver(name, saver, functools.partial(sqlite_bytes, path, True), disk.close, puts)
+            )
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if want("InMemorySaver"):
-        times = []
-        mem = timed(InMemorySaver, times)()
+        puts = []
+        mem = timing(InMemorySaver, puts)()
         out.append(
-            Saver(
-                "InMemorySaver",
-                mem,
-                functools.partial(_memory_bytes_inmemory, mem),
-                lambda: None,
-                times,
-            )
+            Saver("InMemorySaver", mem, functools.partial(inmemory_bytes, mem), lambda: None, puts)
         )
     for label, level in (("shipped", None), ("NORMAL", "NORMAL")):
         name = f"SqliteSaver {label}"
@@ -174,13 +185,13 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
             continue
         path = tmp / f"{graph}-sqlite-{label.lower()}.db"
         conn = sqlite3.connect(path, check_same_thread=False)
-        times = []
-        saver = timed(SqliteSaver, times)(conn)
+        puts = []
+        saver = timing(SqliteSaver, puts)(conn)
         saver.setup()
         if level:
             conn.execute(f"PRAGMA synchronous = {level}")
-        bytes_of = functools.partial(_sqlite_bytes, path, False)
-        out.append(Saver(name, saver, bytes_of, conn.close, times))
+        bytes_of = functools.partial(sqlite_bytes, path, False)
+        out.append(Saver(name, saver, bytes_of, conn.close, puts))
     if cfg.pg_dsn:
         out.extend(_pg_savers(cfg, graph, want))
     return out
@@ -209,14 +220,14 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             store.close()
             drop_schema(dsn, ours_schema)
 
-        times: list[int] = []
+        ours_puts: list[int] = []
         out.append(
             Saver(
                 "SwarmStateSaver(PostgresStore)",
-                timed(SwarmStateSaver, times)(store),
-                functools.partial(_pg_bytes, cfg.pg_dsn, ours_schema),
+                timing(SwarmStateSaver, ours_puts)(store),
+                functools.partial(pg_bytes, cfg.pg_dsn, ours_schema),
                 close_ours,
-                times,
+                ours_puts,
             )
         )
     if want("PostgresSaver"):
@@ -230,8 +241,8 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             row_factory=dict_row,
             options=f"-c search_path={peer_schema}",
         )
-        peer_times: list[int] = []
-        peer = timed(PostgresSaver, peer_times)(conn)
+        peer_puts: list[int] = []
+        peer = timing(PostgresSaver, peer_puts)(conn)
         peer.setup()
 
         def close_peer() -> None:
@@ -242,9 +253,9 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             Saver(
                 "PostgresSaver",
                 peer,
-                functools.partial(_pg_bytes, cfg.pg_dsn, peer_schema),
+                functools.partial(pg_bytes, cfg.pg_dsn, peer_schema),
                 close_peer,
-                peer_times,
+                peer_puts,
             )
         )
     return out

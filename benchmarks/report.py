@@ -29,7 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _blocks import BLOCKS  # noqa: E402
-from _tables import CLAIM_NOTE, claim_tables, num, table  # noqa: E402
+from _section_tables import shape_grid, shape_rows, thread_rows  # noqa: E402
+from _tables import CLAIM_NOTE, SECTION_TITLES, claim_tables, num, table  # noqa: E402
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 README_BEGIN, README_END = "<!-- numbers:start -->", "<!-- numbers:end -->"
@@ -57,6 +58,9 @@ SAVER_TABLES = [
     ("memory", "Checkpointer, in memory (no durability)"),
     ("durable", "Checkpointer, durable on one file (fsync policy per row)"),
     ("postgres", "Checkpointer on PostgreSQL (same server)"),
+    ("memory_dict", "Checkpointer, in memory, the plain-dict stream"),
+    ("durable_dict", "Checkpointer, durable on one file, the plain-dict stream"),
+    ("postgres_dict", "Checkpointer on PostgreSQL, the plain-dict stream"),
 ]
 
 
@@ -150,6 +154,10 @@ def _row_sections(rows: dict[str, dict[str, Any]]) -> list[str]:
         shown.update(tput)
         out += ["", "### Throughput (median round of interleaved rounds)", ""]
         out += _throughput_rows(rows, tput)
+    for section_rows in (shape_rows, thread_rows):
+        lines, ids = section_rows(rows)
+        out += lines
+        shown.update(ids)
     rest: dict[tuple[str, str], list[str]] = {}
     for rid, row in rows.items():
         if rid not in shown:
@@ -193,6 +201,9 @@ def render(doc: dict[str, Any]) -> str:
     for what, why in sorted(doc.get("skipped", {}).items()):
         out.append(f"- not measured: `{what}`: {why}")
     out += ["", "### Claims", "", *claim_tables(doc["claims"], rows=True), "", CLAIM_NOTE]
+    grid = shape_grid(doc["claims"])
+    if grid:
+        out += ["", "### State shapes at a glance", "", *grid]
     out += _row_sections(rows)
     out += ["", END]
     return "\n".join(out)
@@ -227,13 +238,23 @@ def render_readme(doc: dict[str, Any]) -> str:
         "[docs/benchmarks.md](docs/benchmarks.md); where each store changes character: "
         "[docs/performance.md](docs/performance.md).",
         "",
-        *claim_tables(doc["claims"], rows=False),
+        *claim_tables([c for c in doc["claims"] if c.get("section") != "shapes"], rows=False),
+        *_shapes_readme(doc["claims"]),
         "",
         CLAIM_NOTE,
         "",
         README_END,
     ]
     return "\n".join(lines)
+
+
+def _shapes_readme(claims: list[dict[str, Any]]) -> list[str]:
+    """The shapes section's claims as grids (a claim per shape, call and store is too many rows)."""
+    grid = shape_grid(claims)
+    if not grid:
+        return []
+    title = SECTION_TITLES["shapes"]
+    return ["", f"**{title}** (every claim: [docs/benchmarks.md](docs/benchmarks.md))", "", *grid]
 
 
 def markers(name: str) -> tuple[str, str]:

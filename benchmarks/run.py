@@ -53,6 +53,8 @@ SECTIONS: dict[str, str] = {
     "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
     "workers": "sections_workers:section_workers",  # what the several-workers checks cost
     "retention": "sections_retention:section_retention",  # expire, keep_last, reclaim
+    "shapes": "sections_shapes:section_shapes",  # every state shape against its peer (#28)
+    "threads": "sections_threads:section_threads",  # 1,000 to 100,000 threads in a store (#31)
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2

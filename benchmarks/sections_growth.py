@@ -177,7 +177,7 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
         graphs = [build_graph(s.checkpointer, graph_name == "delta") for s in savers]
         config = {"configurable": {"thread_id": f"chat-{graph_name}"}}
         invoke_ns: list[list[int]] = [[] for _ in savers]
-        put_marks: list[list[int]] = [[] for _ in savers]  # index into put_ns at each turn's end
+        put_marks: list[list[int]] = [[] for _ in savers]  # index into puts at each turn's end
         bytes_at: list[dict[int, int]] = [{} for _ in savers]
         put_by_turn: list[list[float]] = [[] for _ in savers]
         try:
@@ -185,7 +185,7 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                 order = range(len(savers)) if turn % 2 == 0 else reversed(range(len(savers)))
                 for i in order:
                     saver = savers[i]
-                    before = len(saver.put_ns)
+                    before = len(saver.puts)
                     start = time.perf_counter_ns()
                     graphs[i].invoke(
                         {
@@ -198,9 +198,9 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                         durability="sync",
                     )
                     invoke_ns[i].append(time.perf_counter_ns() - start)
-                    turn_puts = saver.put_ns[before:]
+                    turn_puts = saver.puts[before:]
                     put_by_turn[i].append(statistics.median(turn_puts) / 1e3 if turn_puts else 0.0)
-                    put_marks[i].append(len(saver.put_ns))
+                    put_marks[i].append(len(saver.puts))
                 if turn + 1 in cfg.marks or turn + 1 == cfg.turns:
                     for i, saver in enumerate(savers):
                         bytes_at[i][turn + 1] = saver.stored_bytes()
@@ -216,7 +216,7 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                 results.setdefault(graph_name, {})[saver.name] = {
                     "bytes": bytes_at[i][cfg.turns],
                     "bytes_at": bytes_at[i],
-                    "put": _percentiles(saver.put_ns[first_put:]),
+                    "put": _percentiles(saver.puts[first_put:]),
                     "put_by_turn": put_by_turn[i],
                     "invoke": _percentiles(invoke_ns[i][tail_from:]),
                     "invoke_by_turn": [v / 1e3 for v in invoke_ns[i]],

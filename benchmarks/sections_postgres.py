@@ -1,7 +1,9 @@
 """Section "postgres": SwarmStateSaver(PostgresStore) against PostgresSaver on the same server.
 
 Needs ``--pg-dsn``. Both savers replay the saver section's recorded
-conversation (``_savers``); thread ids carry a random prefix and our store
+conversations (``_savers``: ``langchain_core`` messages in the ``postgres``
+group, plain dict messages in ``postgres_dict``); thread ids carry a random
+prefix and our store
 a schema of its own, so a shared server never mixes runs, and both are
 removed afterwards.
 """
@@ -14,7 +16,7 @@ from typing import Any
 
 from _config import Config
 from _results import Results
-from _savers import SERVER_FLOORS, floor_blobs, have, put_floor, read_claims
+from _savers import SERVER_FLOORS, STREAMS, floor_blobs, have, put_floor, read_claims
 from sections_saver import measure
 
 from swarmstate._bench import Op
@@ -74,27 +76,35 @@ def section_postgres(cfg: Config, res: Results, workdir: Path) -> None:
             conn.execute(f"ANALYZE {table}")
 
     conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-    floor = _Floors(cfg.pg_dsn, f'"{schema}".floor_kv')
+    # One floor table and thread prefix per recorded stream: the floors' rows
+    # are named by op, and both streams run on the same two savers.
+    floors = {stream: _Floors(cfg.pg_dsn, f'"{schema}".floor_kv_{stream}') for stream in STREAMS}
+    prefixes = {stream: f"{prefix}{stream}-" for stream in STREAMS}
     try:
-        measure(
-            cfg,
-            res,
-            "postgres",
-            savers,
-            dict.fromkeys(savers, policy),
-            lambda conv: [put_floor(conv, "floor.put", floor.write)],
-            scale=5,
-            reads=floor.read_op,
-            subjects=SERVER_FLOORS,
-            setup="ANALYZE on both savers' tables after filling, before measuring",
-            prefix=prefix,
-            after_fill=analyze,
-        )
+        for stream in STREAMS:
+            floor = floors[stream]
+            measure(
+                cfg,
+                res,
+                "postgres" if stream == "pydantic" else f"postgres_{stream}",
+                savers,
+                dict.fromkeys(savers, policy),
+                lambda conv, floor=floor: [put_floor(conv, "floor.put", floor.write)],
+                scale=5,
+                reads=floor.read_op,
+                subjects=SERVER_FLOORS,
+                setup="ANALYZE on both savers' tables after filling, before measuring",
+                prefix=prefixes[stream],
+                after_fill=analyze,
+                stream=stream,
+            )
     finally:
         # Leave a shared server as we found it.
         for what in [*(f"grow-{n}" for n in cfg.thread_lengths), "put", "writes"]:
-            peer.delete_thread(f"{prefix}{what}")
-        floor.close()
+            for start in prefixes.values():
+                peer.delete_thread(f"{start}{what}")
+        for floor in floors.values():
+            floor.close()
         if store is not None:
             store.close()
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -159,6 +169,21 @@ def _serde() -> Any:
 def _claims(cfg: Config, res: Results, reason: str | None = None) -> None:
     bounds = {"long": 0.3, "flat": 1.3, "list": 0.2}
     read_claims(res, cfg, "postgres", "PostgreSQL", OURS, PEER, bounds, reason)
+    # The plain-dict stream, at issue #28's limits (spread within 5% of each).
+    bounds = {"mid": 1.0, "long": 1.0, "flat": 1.3, "list": 1.0}
+    where = "dict messages, PostgreSQL"
+    read_claims(res, cfg, "postgres_dict", where, OURS, PEER, bounds, reason, margin=1.05)
+    res.claim(
+        "postgres_dict.put",
+        f"{where}: put, {OURS} / {PEER}",
+        f"postgres_dict.put.{OURS}",
+        f"postgres_dict.put.{PEER}",
+        1.0,
+        floor="postgres_dict.put.floor",
+        reason=reason,
+        floor_label=f"{where}: put, {OURS}",
+        spread_bound=1.05,
+    )
     res.claim(
         "postgres.put",
         f"PostgreSQL: put, {OURS} / {PEER}",

@@ -36,7 +36,7 @@ from typing import Any
 import sections_growth as growth
 from _config import Config
 from _results import Results
-from growth_savers import drop_schema, timed
+from growth_savers import drop_schema, timing
 
 
 def _open(where: tuple[str, str, str]) -> Any:
@@ -59,13 +59,13 @@ def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: 
 
     growth._SCRIPT = growth.conversation(seed, 10)
     store = _open(where)
-    put_ns: list[int] = []
-    saver = timed(SwarmStateSaver, put_ns)(store)
+    puts: list[int] = []
+    saver = timing(SwarmStateSaver, puts)(store)
     graph = growth.build_graph(saver, delta=False)
     turn = 0
     while not stop.is_set():
         if turn == 3:  # imports and the first writes done: measure from here
-            put_ns.clear()
+            puts.clear()
             ready.set()
         script = turn % len(growth._SCRIPT)
         graph.invoke(
@@ -77,7 +77,7 @@ def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: 
             durability="sync",
         )
         turn += 1
-    out.put(put_ns)
+    out.put(list(puts))
     store.close()
 
 

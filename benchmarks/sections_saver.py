@@ -1,9 +1,11 @@
 """Section "saver": SwarmStateSaver against LangGraph's savers, in memory and durable on a file.
 
-Both groups replay the same recorded conversation (see ``_savers``) and are
-never compared with each other: in memory, SwarmStateSaver(Store) against
-InMemorySaver; durable, SwarmStateSaver(DiskStore NORMAL/FULL) against
-SqliteSaver at NORMAL and as shipped.
+Both groups replay the same recorded conversation (see ``_savers``), once
+with ``langchain_core`` messages and once with plain dict messages (the
+``_dict`` groups, ``dict_stream``), and are never compared with each
+other: in memory, SwarmStateSaver(Store) against InMemorySaver; durable,
+SwarmStateSaver(DiskStore NORMAL/FULL) against SqliteSaver at NORMAL and as
+shipped.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from _config import Config
 from _results import Results
 from _savers import (
+    STREAMS,
     add_rows,
     apsw_writer,
     conversation,
@@ -32,6 +35,7 @@ from swarmstate._bench.savers import Group, sqlite_saver
 OURS, PEER = "SwarmStateSaver(Store)", "InMemorySaver"
 NORMAL, FULL = "SwarmStateSaver(DiskStore NORMAL)", "SwarmStateSaver(DiskStore FULL)"
 SHIPPED = "SqliteSaver shipped"
+DICT_SPREAD = 1.05  # issue #28: the upper quartile within 5% of each limit
 
 
 def measure(
@@ -46,6 +50,7 @@ def measure(
     setup: str | None = None,
     reads: Callable[..., Op] | None = None,
     subjects: dict[str, str] | None = None,
+    stream: str = "pydantic",
     **options: Any,
 ) -> None:
     """Measure one group of savers with the floors beside them, and add its rows.
@@ -54,18 +59,21 @@ def measure(
     floors (default: decode with no store; ``subjects`` then describes
     them); ``scale`` divides the call counts (a server round trip per call);
     ``setup`` says what ``options``' ``after_fill`` did, in every row;
+    ``stream`` names the recorded stream (``_savers.STREAMS``);
     ``options`` go to ``Group``.
     """
     lengths = cfg.thread_lengths
     calls = cfg.few_calls(cfg.iters // scale)
     runner = Group(savers, lengths, calls, cfg.rounds, cfg.warmup, **options)
     runner.list_calls = cfg.few_calls(calls // 10)
-    conv = conversation(cfg, runner.steps_needed())
+    conv = conversation(cfg, runner.steps_needed(), stream)
     runner.extra_latest, runner.extra_list = decode_floors(conv, lengths, reads or decode_floor)
     runner.extra_put = puts(conv)
     got = runner.run(conv)
-    section = "postgres" if group == "postgres" else "saver"
-    meta = {label: {"section": section, "fsync": fsync[label]} for label in savers}
+    section = "postgres" if group.startswith("postgres") else "saver"
+    meta = {
+        label: {"section": section, "fsync": fsync[label], "stream": stream} for label in savers
+    }
     if setup is not None:
         for info in meta.values():
             info["setup"] = setup
@@ -75,8 +83,6 @@ def measure(
 
 def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
     """In-memory and durable checkpoint latency, and latest reads as the thread grows."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
     workdir.mkdir(parents=True, exist_ok=True)
     have_saver = have("swarmstate.integrations.langgraph", "SwarmStateSaver")
     have_disk = have("swarmstate.backends.disk", "DiskStore")
@@ -85,6 +91,19 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
     if not have_disk:
         res.skipped["saver.DiskStore"] = "swarmstate.backends.disk not available"
 
+    for stream in STREAMS:
+        _measure_stream(cfg, res, workdir, stream, have_saver=have_saver, have_disk=have_disk)
+    _claims(cfg, res)
+    _dict_claims(cfg, res)
+
+
+def _measure_stream(
+    cfg: Config, res: Results, workdir: Path, stream: str, *, have_saver: bool, have_disk: bool
+) -> None:
+    """The memory and durable groups on one recorded stream (``_dict`` groups for dicts)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    tail = "" if stream == "pydantic" else f"_{stream}"
     memory: dict[str, Any] = {PEER: InMemorySaver()}
     if have_saver:
         import swarmstate as ss
@@ -94,10 +113,11 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
     measure(
         cfg,
         res,
-        "memory",
+        f"memory{tail}",
         memory,
         dict.fromkeys(memory, "none (in memory)"),
         lambda conv: [put_floor(conv, "floor.put")],
+        stream=stream,
     )
 
     durable: dict[str, Any] = {}
@@ -108,26 +128,27 @@ def section_saver(cfg: Config, res: Results, workdir: Path) -> None:
 
         for level in ("NORMAL", "FULL"):
             label = f"SwarmStateSaver(DiskStore {level})"
-            store = DiskStore(workdir / f"disk-{level}.db", synchronous=level)
+            store = DiskStore(workdir / f"disk-{level}{tail}.db", synchronous=level)
             durable[label] = SwarmStateSaver(store)
             fsync[label] = f"WAL, synchronous={level}"
     for label, level in (("SqliteSaver NORMAL", "NORMAL"), (SHIPPED, None)):
-        durable[label], actual = sqlite_saver(workdir / f"{label.split()[1]}.sqlite", level)
+        durable[label], actual = sqlite_saver(workdir / f"{label.split()[1]}{tail}.sqlite", level)
         fsync[label] = f"WAL, synchronous={actual}"
 
     def floors(conv: Any) -> list[Any]:
         return [
-            put_floor(conv, f"floor.put.{level}", apsw_writer(workdir / f"{level}.floor", level))
+            put_floor(
+                conv, f"floor.put.{level}", apsw_writer(workdir / f"{level}{tail}.floor", level)
+            )
             for level in ("NORMAL", "FULL")
         ]
 
-    measure(cfg, res, "durable", durable, fsync, floors)
+    measure(cfg, res, f"durable{tail}", durable, fsync, floors, stream=stream)
     for saver in durable.values():
         owner = getattr(saver, "store", None) or getattr(saver, "conn", None)
         close = getattr(owner, "close", None)
         if close is not None:
             close()
-    _claims(cfg, res)
 
 
 def _claims(cfg: Config, res: Results) -> None:
@@ -160,3 +181,37 @@ def _claims(cfg: Config, res: Results) -> None:
         )
     bounds = {"mid": 0.8, "long": 0.8, "flat": 1.2, "list": 0.5}
     read_claims(res, cfg, "durable", "durable", NORMAL, SHIPPED, bounds)
+
+
+def _dict_claims(cfg: Config, res: Results) -> None:
+    """The plain-dict stream against the savers each of ours replaces (issue #28's limits)."""
+    for claim_id, ours, peer, bound, level in (
+        ("memory_dict.put", OURS, PEER, 1.1, None),
+        ("durable_dict.put.normal", NORMAL, "SqliteSaver NORMAL", 1.0, "NORMAL"),
+        ("durable_dict.put.full", FULL, SHIPPED, 1.0, "FULL"),
+    ):
+        group = claim_id.split(".", 1)[0]
+        res.claim(
+            claim_id,
+            f"dict messages, {group.removesuffix('_dict')}: put, {ours} / {peer}",
+            f"{group}.put.{ours}",
+            f"{group}.put.{peer}",
+            bound,
+            section="saver",
+            floor=f"{group}.put.floor" + (f".{level}" if level else ""),
+            floor_label=f"dict messages, {group.removesuffix('_dict')}: put, {ours}",
+            spread_bound=round(bound * DICT_SPREAD, 4),
+        )
+    bounds = {"mid": 1.0, "long": 1.0, "flat": 1.2, "list": 1.0}
+    where = {"margin": DICT_SPREAD}
+    read_claims(res, cfg, "memory_dict", "dict messages, in memory", OURS, PEER, bounds, **where)
+    read_claims(
+        res,
+        cfg,
+        "durable_dict",
+        "dict messages, durable",
+        NORMAL,
+        "SqliteSaver NORMAL",
+        bounds,
+        **where,
+    )

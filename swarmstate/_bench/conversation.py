@@ -40,7 +40,7 @@ import hashlib
 import random
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -294,17 +294,32 @@ class Conversation:
         return len(self.steps)
 
     @classmethod
-    def record(cls, seed: object, checkpoints: int) -> Conversation:
-        """Run the agent graph for at least ``checkpoints`` checkpoints and keep its calls."""
+    def record(
+        cls,
+        seed: object,
+        checkpoints: int,
+        builder: StateGraph[Any] | None = None,
+        ask: Callable[[random.Random], dict[str, Any]] | None = None,
+    ) -> Conversation:
+        """Run the agent graph for at least ``checkpoints`` checkpoints and keep its calls.
+
+        ``builder`` (a graph not yet compiled) and ``ask`` (a turn's input,
+        from the seeded driver) record another agent instead of this
+        module's, the same way.
+        """
         key = str(seed)
         text = _Text(key)
         recorder = _Recorder()
-        graph = _graph(text).compile(checkpointer=recorder)
+        graph = (_graph(text) if builder is None else builder).compile(checkpointer=recorder)
         rng = text.rng("driver")
         config: RunnableConfig = {"configurable": {"thread_id": "recorded"}}
         while len(recorder.puts) < checkpoints:
-            question = HumanMessage(content=text.prose(rng, rng.randint(60, 300)), id=_uid(rng))
-            graph.invoke({"messages": [question]}, config, durability="sync")
+            if ask is None:
+                question = HumanMessage(content=text.prose(rng, rng.randint(60, 300)), id=_uid(rng))
+                turn: dict[str, Any] = {"messages": [question]}
+            else:
+                turn = ask(rng)
+            graph.invoke(turn, config, durability="sync")
         return cls(_normalize(recorder, rng, checkpoints), key)
 
     def for_saver(self, saver: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
