@@ -32,8 +32,8 @@ import logging
 import sys
 import threading
 import typing
-from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeVar
 
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 
@@ -41,10 +41,11 @@ from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
 from swarmstate.integrations.langgraph import keys as K
 
-__all__ = ["Allowlist", "classes_of", "reading"]
+__all__ = ["Allowlist", "classes_of"]
 
 logger = logging.getLogger("swarmstate")
 
+T = TypeVar("T")
 Type = tuple[str, str]
 """``(module, class name)``, as LangGraph's allowlists name a type."""
 
@@ -68,42 +69,19 @@ def classes_of(value: Any) -> set[type]:
     return found
 
 
-_reading: contextvars.ContextVar[Allowlist | None] = contextvars.ContextVar(
+_reading: contextvars.ContextVar[set[Type] | None] = contextvars.ContextVar(
     "swarmstate_reading", default=None
 )
+"""The types the serializer blocked in the saver's read under way (None outside one)."""
 
 
-@contextlib.contextmanager
-def reading(allowlist: Allowlist) -> Iterator[None]:
-    """Mark a saver's read, so that a type the serializer blocks in it is reported."""
-    token = _reading.set(allowlist)
-    try:
-        yield
-    finally:
-        _reading.reset(token)
+def _blocked(event: SerdeEvent) -> None:
+    blocked = _reading.get()
+    if blocked is not None and event.get("kind") == "msgpack_blocked":
+        blocked.add((event["module"], event["name"]))
 
 
-def _report(event: SerdeEvent) -> None:
-    allowlist = _reading.get()
-    if event.get("kind") != "msgpack_blocked" or allowlist is None:
-        return
-    named = (event["module"], event["name"])
-    with allowlist.lock:
-        if named in allowlist.reported or len(allowlist.reported) > 1024:
-            return  # once per type and saver
-        allowlist.reported.add(named)
-    logger.warning(
-        "SwarmStateSaver read a stored %s.%s as its fields: its serializer does not allow "
-        "that type, which this process has not written through the saver. Allow it with "
-        "SwarmStateSaver(store, serde=strict_serializer(allow=[%s])), or set "
-        "LANGGRAPH_STRICT_MSGPACK=true (LangGraph then allows the types of your graph's state)",
-        named[0],
-        named[1],
-        named[1],
-    )
-
-
-register_serde_event_listener(_report)
+register_serde_event_listener(_blocked)
 
 
 class Allowlist:
@@ -148,9 +126,31 @@ class Allowlist:
             if len(self.known) != before:
                 self._version += 1
 
+    def read(self, serde: Any, read: Callable[[Any], T]) -> T:
+        """``read(reader)``, with ``serde`` allowing the known types, as one read of the saver.
+
+        The types the store records are loaded only when the serializer
+        blocks a type in a read (a process reading what an earlier one
+        wrote): then, if that allows anything new, the read is done again.
+        A type still blocked is logged, once per type and saver.
+        """
+        blocked: set[Type] = set()
+        token = _reading.set(blocked)
+        try:
+            result = read(self.reader(serde))
+            if blocked and self._load_recorded():
+                blocked.clear()
+                result = read(self.reader(serde))
+        finally:
+            _reading.reset(token)
+        if blocked:
+            self._report(blocked)
+        return result
+
     def reader(self, serde: Any) -> Any:
         """``serde`` allowing the known types too (a clone made once per change)."""
-        self._load_recorded()
+        if self._waiting:
+            self._allow_imported()
         if not self.known:
             return serde
         found = self._readers.get(id(serde))
@@ -163,20 +163,45 @@ class Allowlist:
         self._readers[id(serde)] = (serde, clone, self._version)
         return clone
 
-    def _load_recorded(self) -> None:
-        """The types the store records, each allowed once its module is imported."""
-        if self._recorded is None:
-            recorded = set()
-            for key in self.store.keys(K.TYPES):
-                module, at = K.read_field(key, 0)
-                recorded.add((module, K.read_field(key, at)[0]))
-            self._recorded = recorded
-            self._waiting = recorded - self.known
-        if self._waiting:
-            ready = {named for named in self._waiting if _imported(named)}
-            if ready:
-                self._waiting -= ready
-                self.add(ready)
+    def load(self) -> None:
+        """Read the types the store records (each allowed once its module is imported)."""
+        self._load_recorded()
+
+    def _load_recorded(self) -> bool:
+        """Load the recorded types once; whether that allowed any type not known before."""
+        if self._recorded is not None:
+            return False
+        recorded = set()
+        for key in self.store.keys(K.TYPES):
+            module, at = K.read_field(key, 0)
+            recorded.add((module, K.read_field(key, at)[0]))
+        self._recorded = recorded
+        self._waiting = recorded - self.known
+        before = self._version
+        self._allow_imported()
+        return self._version != before
+
+    def _allow_imported(self) -> None:
+        ready = {named for named in self._waiting if _imported(named)}
+        if ready:
+            self._waiting -= ready
+            self.add(ready)
+
+    def _report(self, blocked: set[Type]) -> None:
+        with self.lock:
+            fresh = sorted(blocked - self.reported)[: max(0, 1024 - len(self.reported))]
+            self.reported.update(fresh)
+        for module, name in fresh:
+            logger.warning(
+                "SwarmStateSaver read a stored %s.%s as its fields: its serializer does not "
+                "allow that type, which this process has not written through the saver. Allow "
+                "it with SwarmStateSaver(store, serde=strict_serializer(allow=[%s])), or set "
+                "LANGGRAPH_STRICT_MSGPACK=true (LangGraph then allows the types of your "
+                "graph's state)",
+                module,
+                name,
+                name,
+            )
 
 
 def _imported(named: Type) -> bool:

@@ -23,7 +23,7 @@ from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import reads as R
 from swarmstate.integrations.langgraph import threads as T
 from swarmstate.integrations.langgraph.aio import AsyncMethods
-from swarmstate.integrations.langgraph.allowlist import Allowlist, reading
+from swarmstate.integrations.langgraph.allowlist import Allowlist
 from swarmstate.integrations.langgraph.guard import Guards, made_at, seconds_of
 from swarmstate.integrations.langgraph.pause import collector_held
 from swarmstate.integrations.langgraph.retention import (
@@ -187,6 +187,7 @@ class ThreadMethods(AsyncMethods):
         and may well be whole. ``thread_ids`` limits the check.
         """
         problems: _List[dict[str, str]] = []
+        self._allowlist.load()  # every type the store records, for a read of all
         fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
         threads = self.list_threads() if thread_ids is None else [*thread_ids]
         for thread_id in threads:
@@ -381,13 +382,16 @@ class ThreadMethods(AsyncMethods):
         many new objects and no garbage.
         """
         conf, thread_id, checkpoint_ns = C.scope_of(config)
-        with collector_held(), reading(self._allowlist):
-            return H.delta_history(
-                self.store,
-                self._values,
-                self._reader(),
-                thread_id,
-                checkpoint_ns,
-                conf.get("checkpoint_id") or None,
-                [*channels],
+        with collector_held():
+            return self._allowlist.read(
+                self.serde,
+                lambda reader: H.delta_history(
+                    self.store,
+                    self._values,
+                    reader,
+                    thread_id,
+                    checkpoint_ns,
+                    conf.get("checkpoint_id") or None,
+                    [*channels],
+                ),
             )

@@ -31,6 +31,8 @@ _new_tuple = tuple.__new__
 Group = tuple[str, Any, list[Any]]
 Pending = tuple[list[Any], "str | None"]
 """Write entries seen at the bottom of a page, and the key head they share."""
+
+
 class Found(NamedTuple):
     """A checkpoint read from the store, before its values are: what a tuple is built from."""
 

@@ -65,7 +65,7 @@ try:
     from swarmstate.integrations.langgraph import entry as E
     from swarmstate.integrations.langgraph import guard as G
     from swarmstate.integrations.langgraph import reads as R
-    from swarmstate.integrations.langgraph.allowlist import Allowlist, classes_of, reading
+    from swarmstate.integrations.langgraph.allowlist import Allowlist, classes_of
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
@@ -787,9 +787,10 @@ class SwarmStateSaver(ThreadMethods):
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
     ) -> R.Found | None:
-        with reading(self._allowlist):
-            return R.decode(
-                self._reader(),
+        return self._allowlist.read(
+            self.serde,
+            lambda reader: R.decode(
+                reader,
                 self._values,
                 thread_id,
                 checkpoint_ns,
@@ -797,11 +798,13 @@ class SwarmStateSaver(ThreadMethods):
                 entry,
                 writes,
                 filter,
-            )
+            ),
+        )
 
     def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
-        with reading(self._allowlist):
-            return R.complete(self._reader(), self._values, batch)
+        return self._allowlist.read(
+            self.serde, lambda reader: R.complete(reader, self._values, batch)
+        )
 
     def _reader(self) -> SerializerProtocol:
         """The serializer for reads: ``serde``, allowing the types the graphs wrote too."""
