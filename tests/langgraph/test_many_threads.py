@@ -112,6 +112,39 @@ def test_threads_by_last_activity_come_newest_first_a_page_at_a_time(
     )
 
 
+def _id_at(period: int, count: int) -> str:
+    """A LangGraph-shaped checkpoint id (UUIDv6) in activity period ``period``."""
+    return f"{period:08x}-{count:04x}-6000-8000-000000000000"
+
+
+def test_threads_by_activity_rank_across_periods_and_within_the_one_that_fills_the_page(
+    make_store: MakeStore,
+) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = SwarmStateSaver(make_store())
+    newest: dict[str, str] = {}
+    count = 0
+    # Three periods; many threads in each, some written again in a later one.
+    for period, threads in ((0x1F000001, "abcdefgh"), (0x1F000002, "ijklmn"), (0x1F000003, "cjop")):
+        for thread in threads:
+            count += 1
+            checkpoint = {**empty_checkpoint(), "id": _id_at(period, count)}
+            saver.put(cfg(thread), checkpoint, {"step": count}, {})
+            newest[thread] = checkpoint["id"]
+    expected = sorted(newest, key=lambda t: (newest[t], t), reverse=True)
+    assert [r.thread_id for r in saver.recent_threads(limit=None)] == expected
+    for offset in range(0, len(expected) + 1):
+        for limit in (1, 2, 3, 5, 8, 20):
+            page = saver.recent_threads(limit=limit, offset=offset)
+            assert [r.thread_id for r in page] == expected[offset : offset + limit]
+            assert [r.checkpoint_id for r in page] == [newest[r.thread_id] for r in page]
+    saver.delete_thread("o")  # the newest: the rest move up
+    assert [r.thread_id for r in saver.recent_threads(limit=4)] == [
+        t for t in expected if t != "o"
+    ][:4]
+
+
 def test_a_sweep_for_idle_threads_reads_the_activity_index_and_deletes_only_idle_threads(
     make_store: MakeStore,
 ) -> None:

@@ -43,7 +43,6 @@ __all__ = [
     "indexed",
     "latest",
     "period_of",
-    "registered",
     "start_indexing",
     "thread_count",
     "threads_by_activity",
@@ -120,49 +119,94 @@ def latest(store: BaseStore, before: str | None) -> Iterator[tuple[str, str, str
         page = min(page * 4, _PAGE)
 
 
-def registered(store: BaseStore, thread_ids: list[str]) -> list[bool]:
-    """Whether each thread has a registry entry (has checkpoints)."""
-    found = store.get_many([(K.REGISTRY, K.field(t)) for t in thread_ids], raw=True)
-    return [row is not None for row in found]
-
-
 def threads_by_activity(
     store: BaseStore, *, offset: int = 0, limit: int | None = None
 ) -> list[tuple[str, str]]:
     """``(thread_id, newest checkpoint id)``, the thread written most recently first.
 
-    A page: ``offset`` threads skipped, at most ``limit`` returned. Reads the
-    activity entries newest first, each thread once, skipping threads that
-    were deleted, until the page is full and the period it ends in is read
-    whole; the threads read are then ordered by their newest checkpoint.
+    A page: ``offset`` threads skipped, at most ``limit`` returned. The
+    activity entries are read newest first, period by period; a thread
+    ranks by the newest period it was written in (where its newest
+    checkpoint is), then by that checkpoint. The threads of a period are
+    all taken, each with its newest checkpoint, while the page has room for
+    them; in the period that fills it, the newest are found from the
+    checkpoint index over that period only, so a burst of thousands of
+    threads in one period costs the page, not the burst.
     """
     wanted = None if limit is None else offset + limit
-    found: list[tuple[str, str]] = []  # (thread, period) in the order met
-    seen: set[str] = set()
+    chosen: list[tuple[str, str]] = []
+    seen: set[str] = set()  # threads of newer periods
+    period: str | None = None
+    group: list[str] = []  # threads of ``period`` not in ``seen``
+
+    def settle() -> None:
+        ranked = [(t, newest) for t in group if (newest := newest_checkpoint(store, t))]
+        ranked.sort(key=lambda item: (item[1], item[0]), reverse=True)
+        chosen.extend(ranked)
+        seen.update(group)
+        group.clear()
+
     stop: str | None = None
-    last_period = None
-    done = False
-    while not done:
+    while wanted is None or len(chosen) < wanted:
         keys = store.keys(K.ACTIVITY, stop=stop, reverse=True, limit=_PAGE)
-        fresh: list[tuple[str, str]] = []
         for key in keys:
-            period, thread_id = K.parse_activity_key(key)
-            if wanted is not None and len(found) + len(fresh) >= wanted and period != last_period:
-                done = True
-                break
-            last_period = period
-            if thread_id not in seen:
-                seen.add(thread_id)
-                fresh.append((thread_id, period))
-        alive = registered(store, [t for t, _ in fresh])
-        found += [item for item, live in zip(fresh, alive, strict=True) if live]
+            at, thread_id = K.parse_activity_key(key)
+            if at != period:
+                settle()
+                period = at
+                if wanted is not None and len(chosen) >= wanted:
+                    break
+            if thread_id in seen or thread_id in group:
+                continue
+            group.append(thread_id)
+            if wanted is not None and len(chosen) + len(group) > wanted:
+                # The period that fills the page: its newest threads, from the index.
+                group.clear()
+                chosen.extend(_newest_in_period(store, at, seen, wanted - len(chosen)))
+                return chosen[offset:wanted]
+        else:
+            if len(keys) == _PAGE:
+                stop = keys[-1]
+                continue
+            settle()
+        break
+    return chosen[offset:wanted]
+
+
+def _newest_in_period(
+    store: BaseStore, period: str, newer: set[str], need: int
+) -> list[tuple[str, str]]:
+    """The ``need`` threads not in ``newer`` with the newest checkpoints of ``period``.
+
+    Read from the checkpoint index over the period, newest first: the first
+    checkpoint met of a thread is its newest (a thread written later is in
+    ``newer``). Threads whose ids are not LangGraph's are not in the index
+    by period: when it runs out first, the period's activity entries are
+    read and those threads looked up in their own namespaces.
+    """
+    found: dict[str, str] = {}
+    stop: str | None = period + "\U0010ffff"
+    while len(found) < need:
+        keys = store.keys(K.INDEX, start=period, stop=stop, reverse=True, limit=_PAGE)
+        for key in keys:
+            checkpoint_id, thread_id, _ = K.parse_index_key(key)
+            if thread_id not in newer and thread_id not in found:
+                found[thread_id] = checkpoint_id
+                if len(found) == need:
+                    break
         if len(keys) < _PAGE:
             break
         stop = keys[-1]
-    newest = [(thread_id, newest_checkpoint(store, thread_id) or "") for thread_id, _ in found]
-    newest.sort(key=lambda item: (item[1], item[0]), reverse=True)
-    end = None if limit is None else offset + limit
-    return newest[offset:end]
+    if len(found) < need:
+        others = [
+            thread_id
+            for key in store.keys(K.ACTIVITY, start=period, stop=period + "\U0010ffff")
+            if (thread_id := K.parse_activity_key(key)[1]) not in newer and thread_id not in found
+        ]
+        rest = [(t, newest) for t in others if (newest := newest_checkpoint(store, t))]
+        rest.sort(key=lambda item: (item[1], item[0]), reverse=True)
+        found.update(rest[: need - len(found)])
+    return sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
 
 
 def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
