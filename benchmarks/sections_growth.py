@@ -73,8 +73,11 @@ def conversation(seed: int, turns: int) -> list[dict[str, Any]]:
     ]
 
 
-def build_graph(checkpointer: Any, delta: bool) -> Any:
-    """START -> agent -> tool -> answer -> END over a ``messages`` channel."""
+def build_graph(checkpointer: Any, delta: bool, script: list[dict[str, Any]]) -> Any:
+    """START -> agent -> tool -> answer -> END over a ``messages`` channel.
+
+    The nodes read their turn's text from ``script`` (plain Python nodes, no LLM).
+    """
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langgraph.graph import END, START, StateGraph
     from langgraph.graph.message import add_messages
@@ -103,12 +106,12 @@ def build_graph(checkpointer: Any, delta: bool) -> Any:
         return {
             "messages": [
                 AIMessage(
-                    content=_SCRIPT[turn]["think"],
+                    content=script[turn]["think"],
                     id=f"agent-{turn}",
                     tool_calls=[
                         {
                             "name": "search",
-                            "args": {"q": _SCRIPT[turn]["query"]},
+                            "args": {"q": script[turn]["query"]},
                             "id": f"call-{turn}",
                         }
                     ],
@@ -121,14 +124,14 @@ def build_graph(checkpointer: Any, delta: bool) -> Any:
         return {
             "messages": [
                 ToolMessage(
-                    content=_SCRIPT[turn]["tool"], tool_call_id=f"call-{turn}", id=f"tool-{turn}"
+                    content=script[turn]["tool"], tool_call_id=f"call-{turn}", id=f"tool-{turn}"
                 )
             ]
         }
 
     def answer(state: Any) -> dict[str, Any]:
         turn = state["turn"]
-        return {"messages": [AIMessage(content=_SCRIPT[turn]["answer"], id=f"answer-{turn}")]}
+        return {"messages": [AIMessage(content=script[turn]["answer"], id=f"answer-{turn}")]}
 
     builder = StateGraph(state_type)
     builder.add_node("agent", agent)
@@ -139,10 +142,6 @@ def build_graph(checkpointer: Any, delta: bool) -> Any:
     builder.add_edge("tool", "answer")
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=checkpointer)
-
-
-# The nodes read their turn's text from here (plain Python nodes, no LLM).
-_SCRIPT: list[dict[str, Any]] = []
 
 
 # -- the run --------------------------------------------------------------------
@@ -166,15 +165,14 @@ def _percentiles(samples_ns: list[int]) -> dict[str, float]:
 
 def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run every graph on every saver; returns ``{graph: {saver: figures}}``."""
-    global _SCRIPT
-    _SCRIPT = conversation(cfg.seed, cfg.turns)
+    script = conversation(cfg.seed, cfg.turns)
     from langchain_core.messages import HumanMessage
 
     results: dict[str, Any] = {}
     tail_from = cfg.turns - tail_turns(cfg.turns)
     for graph_name in cfg.graphs:
         savers = make_savers(cfg, tmp, graph_name)
-        graphs = [build_graph(s.checkpointer, graph_name == "delta") for s in savers]
+        graphs = [build_graph(s.checkpointer, graph_name == "delta", script) for s in savers]
         config = {"configurable": {"thread_id": f"chat-{graph_name}"}}
         invoke_ns: list[list[int]] = [[] for _ in savers]
         put_marks: list[list[int]] = [[] for _ in savers]  # index into puts at each turn's end
@@ -190,7 +188,7 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
                     graphs[i].invoke(
                         {
                             "messages": [
-                                HumanMessage(content=_SCRIPT[turn]["user"], id=f"user-{turn}")
+                                HumanMessage(content=script[turn]["user"], id=f"user-{turn}")
                             ],
                             "turn": turn,
                         },
@@ -210,7 +208,7 @@ def run_growth(cfg: GrowthConfig, tmp: Path, log: Callable[[str], None] = print)
             # threads too, and the collections inside a read that scan them are
             # part of what a read costs there (freezing narrowed the spread
             # below what two runs differ by).
-            reads = _reads(cfg, savers, graphs, config, graph_name == "delta")
+            reads = _reads(cfg, savers, graphs, config, graph_name == "delta", script)
             for i, saver in enumerate(savers):
                 first_put = put_marks[i][tail_from - 1] if tail_from > 0 else 0
                 results.setdefault(graph_name, {})[saver.name] = {
@@ -234,7 +232,12 @@ def tail_turns(turns: int) -> int:
 
 
 def _reads(
-    cfg: GrowthConfig, savers: list[Saver], graphs: list[Any], config: Any, delta: bool
+    cfg: GrowthConfig,
+    savers: list[Saver],
+    graphs: list[Any],
+    config: Any,
+    delta: bool,
+    script: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """``get_state`` and ``get_state_history(limit=20)`` of the final thread, paired.
 
@@ -258,7 +261,7 @@ def _reads(
         for group in _read_groups(savers):
             order = group if round_no % 2 == 0 else group[::-1]
             for i in order:
-                first = _first_reader(savers[i], delta)
+                first = _first_reader(savers[i], delta, script)
                 gc.collect()
                 start = time.perf_counter_ns()
                 first.get_state(config)
@@ -298,14 +301,14 @@ def _reads(
     ]
 
 
-def _first_reader(saver: Saver, delta: bool) -> Any:
+def _first_reader(saver: Saver, delta: bool, script: list[dict[str, Any]]) -> Any:
     """A graph over a new checkpointer on ``saver``'s stored data, with nothing cached."""
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     checkpointer = saver.checkpointer
     if isinstance(checkpointer, SwarmStateSaver):
         checkpointer = SwarmStateSaver(checkpointer.store)
-    return build_graph(checkpointer, delta)
+    return build_graph(checkpointer, delta, script)
 
 
 def _read_groups(savers: list[Saver]) -> list[list[int]]:

@@ -51,27 +51,31 @@ def _open(where: tuple[str, str, str]) -> Any:
     return PostgresStore(target, schema=schema)
 
 
+Script = list[dict[str, Any]]
+"""The text of each turn, as the growth section's graph reads it."""
+
+
 def _writer(where: tuple[str, str, str], seed: int, ready: Any, stop: Any, out: Any) -> None:
     """In its own process: invoke turns on one live thread until ``stop``; send ``put`` times."""
     from langchain_core.messages import HumanMessage
 
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
-    growth._SCRIPT = growth.conversation(seed, 10)
+    script = growth.conversation(seed, 10)
     store = _open(where)
     puts: list[int] = []
     saver = timing(SwarmStateSaver, puts)(store)
-    graph = growth.build_graph(saver, delta=False)
+    graph = growth.build_graph(saver, False, script)
     turn = 0
     while not stop.is_set():
         if turn == 3:  # imports and the first writes done: measure from here
             puts.clear()
             ready.set()
-        script = turn % len(growth._SCRIPT)
+        at = turn % len(script)
         graph.invoke(
             {
-                "messages": [HumanMessage(growth._SCRIPT[script]["user"], id=f"w-{turn}")],
-                "turn": script,
+                "messages": [HumanMessage(script[at]["user"], id=f"w-{turn}")],
+                "turn": at,
             },
             {"configurable": {"thread_id": "writer"}},
             durability="sync",
@@ -107,17 +111,15 @@ def _p99(samples: list[int]) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[98]
 
 
-def _fill(saver: Any, threads: int, turns: int, prefix: str) -> None:
+def _fill(saver: Any, threads: int, turns: int, prefix: str, script: Script) -> None:
     from langchain_core.messages import HumanMessage
 
-    graph = growth.build_graph(saver, delta=False)
+    graph = growth.build_graph(saver, False, script)
     for turn in range(turns):  # turn by turn across the threads, as concurrent users write
         for t in range(threads):
             graph.invoke(
                 {
-                    "messages": [
-                        HumanMessage(content=growth._SCRIPT[turn]["user"], id=f"u-{turn}")
-                    ],
+                    "messages": [HumanMessage(content=script[turn]["user"], id=f"u-{turn}")],
                     "turn": turn,
                 },
                 {"configurable": {"thread_id": f"{prefix}-{t:03d}"}},
@@ -136,6 +138,7 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     idle, active, turns = (8, 2, 8) if cfg.quick else (40, 10, 40)
+    script = growth.conversation(cfg.seed, 10 if cfg.quick else 40)
     store = _open(where)
     saver = SwarmStateSaver(store)
     base = f"retention.{backend}"
@@ -150,10 +153,10 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
         )
 
     # 1. Sizes, on a quiet store: expire the idle threads, then keep_last=2 on the rest.
-    _fill(saver, idle, turns, "idle")
+    _fill(saver, idle, turns, "idle", script)
     split = datetime.datetime.now(datetime.UTC)
     time.sleep(0.01)
-    _fill(saver, active, turns, "active")
+    _fill(saver, active, turns, "active", script)
     before = _size(store)
     now = datetime.datetime.now(datetime.UTC)
     expired = saver.retain(older_than=now - split, now=now)
@@ -168,7 +171,7 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
     # Sizes after reclaim on both sides: its bytes_before counts the log the deletes wrote.
     row("keep_last.given_back", after_expiry.bytes_after - after_keep.bytes_after)
     # 2. Refill what expiry deleted: the store reuses the room it made.
-    _fill(saver, idle, turns, "again")
+    _fill(saver, idle, turns, "again", script)
     row("bytes.after_refill", _size(store))
     # 3. A writer in another process through a retention run and a reclaim (what
     # `swarmstate prune --reclaim` does while graphs run); the same writer with
@@ -263,7 +266,6 @@ def _one(backend: str, where: tuple[str, str, str], cfg: Config, res: Results) -
 
 
 def section_retention(cfg: Config, res: Results, workdir: Path) -> None:
-    growth._SCRIPT = growth.conversation(cfg.seed, 10 if cfg.quick else 40)
     workdir.mkdir(parents=True, exist_ok=True)
     _one("disk", ("disk", str(workdir / "retention.db"), ""), cfg, res)
     if cfg.pg_dsn:
