@@ -196,15 +196,16 @@ _GET_STATE = (
 )
 _FIRST_READ = (
     "a checkpointer's first read pays the serializer's decode of every message, as the "
-    "peer does, and what our layout adds: the list's segments are read and put together "
+    "peer does, and what our layout adds: the value's chunks are read and joined "
     "(the peer reads one blob) and each message is looked up in the rebuild cache; from "
     "the third read the same call costs a fraction of the peer's (the get_state claim)"
 )
 _PUT_ROWS = (
     "on top of the floor (encode what changed, one bare INSERT) our one statement also "
-    "checks the thread's guard (the several-workers condition) and writes two rows, the "
-    "checkpoint's entry and a segment of the new messages (every few puts a merged one "
-    "too), where the peer writes one; at NORMAL the commit is cheap enough for that to show"
+    "checks the thread's guard (the several-workers condition) and writes three rows, the "
+    "checkpoint's entry, a chunk of the new bytes (every few puts a merged one too) and "
+    "the store-wide index entry, where the peer writes one; at NORMAL the commit is cheap "
+    "enough for that to show"
 )
 _GROWTH_PUT = (
     "the median is within the limit, the upper quartile just above it, in a run on a "
@@ -215,8 +216,8 @@ _GROWTH_PUT = (
 )
 WHY = {
     "memory.put": "within the spread of parity: the peer's put is a few dict assignments "
-    "of per-channel blobs; ours stores changed values by version and cuts the message "
-    "list into shared segments",
+    "of per-channel blobs; ours also compares each changed value's bytes with its "
+    "previous version's and stores what is new as a chunk",
     "memory.latest.mid": _DECODE,
     "memory.latest.long": _DECODE + "; the peer's read grows only a little with the thread",
     "memory.list.long": _DECODE,
@@ -224,12 +225,12 @@ WHY = {
     "durable.put.normal_vs_shipped": "the shipped peer fsyncs every commit, ours at NORMAL "
     "does not; the bare write at NORMAL (the floor) is already above the limit",
     "durable.put.full": "both fsync every commit; the rest is the NORMAL row's extra work "
-    "(the guard check and a second row); the stream keeps a window of 24 messages (about "
+    "(the guard check and more rows); the stream keeps a window of 24 messages (about "
     "10 kB), so writing only the new ones saves little against the peer's whole blob",
     "durable.latest.mid": _DECODE + "; above it, ours reads the entry with its pending "
-    "writes and then the list's segments",
+    "writes and then the value's chunks",
     "durable.latest.long": _DECODE + "; above it, ours reads the entry with its pending "
-    "writes and then the list's segments",
+    "writes and then the value's chunks",
     "durable.list.long": _DECODE,
     "postgres.latest.long": "one round trip and the decode are the floor; the peer's read "
     "grows with the thread, ours does not",
@@ -239,7 +240,7 @@ WHY = {
     "grows about as much between these sizes: the changed rows and index pages are "
     "scattered in a large file and mostly shared in a small one",
     f"growth.bytes.{_PG}": "on PostgreSQL each of the many small rows sharing makes "
-    "(checkpoint entries with LangGraph's version maps, pending writes, list segments) also "
+    "(checkpoint entries with LangGraph's version maps, pending writes, chunks) also "
     "pays a tuple header and an entry in the (ns, key) index, whose pages stay half full "
     "where a thread's namespaces insert in the middle of it; large messages are stored "
     "compressed there (compress=True) to stay under the limit",

@@ -10,7 +10,7 @@ lays out its entries. A checkpoint is read as LangGraph reads it
 
 Sizes are what the saver's serializer makes of a value (``bytes``), except
 a thread's ``value_bytes``: the stored bytes of every entry of the thread
-(checkpoints, pending writes, values and list segments), without their keys
+(checkpoints, pending writes and the chunks of values), without their keys
 or the store's own overhead, which ``prune``'s ``bytes_freed`` counts.
 """
 

@@ -170,7 +170,7 @@ class ThreadMethods(AsyncMethods):
         return None
 
     def thread_size(self, thread_id: str) -> int:
-        """Bytes the thread takes in the store: checkpoints, writes, values and list segments.
+        """Bytes the thread takes in the store: checkpoints, writes and the chunks of values.
 
         What deleting the thread would free (before the store's own overhead).
         """
@@ -250,8 +250,8 @@ class ThreadMethods(AsyncMethods):
         namespace it wrote to) says where to look, so the cost follows the
         threads the runs wrote to, not the size of the store. A copy made by
         :meth:`copy_thread` was written by no run: it keeps the checkpoints
-        it copied, as the Agent Server's built-in checkpointer does. Values and
-        list segments that no remaining checkpoint references go with them.
+        it copied, as the Agent Server's built-in checkpointer does. Chunks
+        that no remaining checkpoint references go with them.
         The index entries stay (a run still writing may add checkpoints
         there); they go with their thread.
         """

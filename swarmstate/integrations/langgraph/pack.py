@@ -1,4 +1,4 @@
-"""Compression of the large byte strings the saver stores: list segments' items, pending writes.
+"""Compression of the large byte strings the saver stores: chunks of values, pending writes.
 
 Serialized messages compress well (their field names and class paths repeat
 message after message, and text is text), and neither SQLite nor PostgreSQL
@@ -16,16 +16,16 @@ import sys
 import zlib
 from typing import Final
 
-__all__ = ["AT_LEAST", "SEGMENT_AT_LEAST", "pack", "unpack"]
+__all__ = ["AT_LEAST", "CHUNK_AT_LEAST", "pack", "unpack"]
 
 AT_LEAST: Final = 256
 """Shorter strings are stored as they are (too little to gain)."""
-SEGMENT_AT_LEAST: Final = 1024
-"""A list segment shorter than this (usually one message, written by the put
-that adds it) is stored as it is. zlib lets other threads run while it works, and
+CHUNK_AT_LEAST: Final = 1024
+"""A chunk shorter than this (usually the new bytes of one put, written by
+that put) is stored as it is. zlib lets other threads run while it works, and
 on the runtime's worker threads a put then waits for the main thread to give
 the interpreter back, which costs far more than the compression itself
-(measured in the growth section). Merged segments, written once per several
+(measured in the growth section). Merged chunks, written once per several
 puts, hold most of a conversation's bytes and are compressed."""
 
 

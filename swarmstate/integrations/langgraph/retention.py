@@ -14,7 +14,7 @@ What is never deleted, so that nothing a graph needs to go on is lost:
   from: LangGraph names such channels in the metadata
   (``counters_since_delta_snapshot``), and the chain is kept up to the
   ancestor that stores the channel's value;
-* the values and list segments any kept checkpoint references.
+* the chunks any kept checkpoint references.
 
 A dry run plans the same way and deletes nothing, so its report is what the
 real run that follows deletes (unless graphs wrote in between).

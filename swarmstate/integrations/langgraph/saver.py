@@ -9,17 +9,17 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
 Where things are kept: key encoding in :mod:`.keys`, the checkpoint
 entry in :mod:`.entry`, channel values by version in :mod:`.values`
-(lists as shared segments: :mod:`.legacy`), thread operations in
+(their bytes shared with earlier versions as chunks: :mod:`.sharing`), thread operations in
 :mod:`.threads`, ``DeltaChannel`` history in :mod:`.history`.
 Design points:
 
 * A checkpoint costs what changed. Its entry holds the checkpoint without
   channel values; each value is stored once, under ``(channel, version)``,
-  when ``new_versions`` says it changed, and a growing list shares its
-  items with the version before. LangGraph's reference semantics, exactly:
+  when ``new_versions`` says it changed, and its bytes share what they
+  can with the version before (chunks). LangGraph's reference semantics, exactly:
   an unchanged channel reads back the value stored at its version.
-* A put is one atomic store batch: the entry, every value and segment it
-  newly references, and the run's index entries. A checkpoint's pending
+* A put is one atomic store batch: the entry, every chunk it newly
+  references, and the run's index entries. A checkpoint's pending
   writes sort right after it, so one range query reads both.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
   the store, correct when another process wrote it. The caches hold only
@@ -145,7 +145,7 @@ class SwarmStateSaver(ThreadMethods):
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
         compress: Store serialized messages zlib-compressed (pending
-            writes of 256 bytes or more and list segments of 1 kB or more,
+            writes of 256 bytes or more and chunks of 1 kB or more,
             where that saves an eighth). Default (None): on for
             ``PostgresStore``, which stores rows under about 2 kB as they
             are and sends every byte over the network; off for ``Store``
@@ -672,7 +672,7 @@ class SwarmStateSaver(ThreadMethods):
             limit: At most this many results.
 
         Channel values are read for a batch of results at once, so versions
-        that share a value or list segments fetch them once.
+        that share chunks fetch them once.
         """
         if limit is not None and limit <= 0:
             return

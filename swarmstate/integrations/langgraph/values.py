@@ -67,7 +67,7 @@ from swarmstate.integrations.langgraph import legacy
 from swarmstate.integrations.langgraph import sharing as S
 from swarmstate.integrations.langgraph.allowlist import classes_of
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
-from swarmstate.integrations.langgraph.pack import SEGMENT_AT_LEAST, pack, unpack
+from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, pack, unpack
 from swarmstate.integrations.langgraph.revive import Reviver
 
 __all__ = [
@@ -369,7 +369,7 @@ class Values:
     def _chunk_row(self, chunk: bytes) -> bytes:
         """The stored bytes of a chunk: msgpack bin, or ``[1, packed, size]`` compressed."""
         if self.compress:
-            packed = pack(chunk, SEGMENT_AT_LEAST)
+            packed = pack(chunk, CHUNK_AT_LEAST)
             if packed is not None:
                 return dumps([_PACKED, packed, len(chunk)])
         return ormsgpack.packb(chunk)
