@@ -19,9 +19,10 @@ round, a garbage collection before each round):
 - ``retain``: ours, ``retain(older_than=1 day)`` with every thread younger
   (:data:`RETAINS` rounds);
 - ``put_policy``: ours, ``put`` of a thread's next checkpoint by a saver
-  with ``Retention(older_than=1 day)`` (its defaults otherwise: a sweep
-  every 256 puts) and by one without, on the same store, enough calls for
-  the policy to run several times;
+  with ``Retention(older_than=1 day)`` (its defaults otherwise: a sweep of
+  the idlest threads every ``Retention.every`` puts of the saver) and by one
+  without, on the same store, :data:`PROBE_CALLS` calls a round, so the
+  policy runs many times in each;
 - ``cli``: ``swarmstate threads PATH --limit 20`` as a subprocess, three
   runs (skipped, with a note, while the command lacks ``--limit``);
 - ``write``: seconds to write the threads (a round is a chunk), and
@@ -83,8 +84,7 @@ RETAINS = 3
 CLI_RUNS = 3
 BUDGET = 120.0  # seconds: a call predicted to take longer is not made (thread_rounds)
 BUDGET_QUICK = 30.0
-PROBE_EVERY = 256  # Retention's default: a sweep every this many puts
-PROBE_SWEEPS = 3  # sweeps the policy runs during the measured puts
+PROBE_CALLS = 768  # puts a round with the policy on and off (it sweeps every few)
 SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
 
@@ -310,7 +310,7 @@ def _policy_puts(
     """
     from swarmstate._bench.conversation import Replay
 
-    calls = PROBE_EVERY * PROBE_SWEEPS
+    calls = PROBE_CALLS
     ops = []
     wanted = []
     for n in kind.sizes:
@@ -357,7 +357,7 @@ def _policy_puts(
                 n,
                 stats,
                 batch=f"threads.{kind.kind}.put_policy",
-                every=PROBE_EVERY,
+                every=opened[(kind.ours, n)].with_policy.retention.every,
             )
     kind.log(f"   threads {kind.kind}: put with and without a Retention policy measured")
 
@@ -406,7 +406,7 @@ def run_threads(cfg: Any, res: Any, workdir: Path, sizes: list[int]) -> None:
     from swarmstate._bench.conversation import Conversation
 
     workdir.mkdir(parents=True, exist_ok=True)
-    calls = PROBE_EVERY * PROBE_SWEEPS
+    calls = PROBE_CALLS
     writer = ThreadWriter(Conversation.record(f"{cfg.seed}:threads", calls + 24))
     cli = cli_takes_limit()
     if not cli:
