@@ -66,7 +66,7 @@ from swarmstate._checks import (
     unmet,
 )
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
-from swarmstate._errors import ConflictError, SnapshotError
+from swarmstate._errors import ConflictError, InvalidArgumentError, SnapshotError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
 
@@ -368,6 +368,19 @@ class BaseStore(abc.ABC):
         check_flag(full, "full")
         return self._reclaim(full)
 
+    def footprint(self, namespace: str, key: str, size: int) -> int:
+        """Bytes an entry whose stored value has ``size`` bytes takes in this store.
+
+        What deleting such an entry frees, as retention reports it: in
+        memory its namespace, key and value bytes; a backend that knows its
+        own layout counts its overhead too (DiskStore: table and index cells
+        and overflow pages).
+        """
+        check_key(namespace, key)
+        if type(size) is not int or size < 0:
+            raise InvalidArgumentError(f"size must be an int >= 0, got {size!r}")
+        return self._footprint(namespace, key, size)
+
     # -- snapshots -------------------------------------------------------
 
     @abc.abstractmethod
@@ -477,11 +490,7 @@ class BaseStore(abc.ABC):
         return self._put_many(rows, False, []) if rows else 0
 
     def _footprint(self, namespace: str, key: str, size: int) -> int:
-        """Bytes an entry whose encoded value has ``size`` bytes takes in this store.
-
-        What retention reports as freed. By default its namespace, key and
-        value bytes; a backend that knows its own layout says more.
-        """
+        """Backend hook for :meth:`footprint`; by default namespace, key and value bytes."""
         return len(namespace.encode()) + len(key.encode()) + size
 
     def _reclaim(self, full: bool) -> ReclaimReport:

@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
-from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.graph.message import add_messages
 
 from swarmstate._cli.source import InputError
 from swarmstate.integrations.langgraph import SwarmStateSaver
+
+if TYPE_CHECKING:
+    from langgraph.channels import DeltaChannel
+
+# LangGraph's channels and graph modules (DeltaChannel, add_messages) are
+# imported where a DeltaChannel's value is rebuilt: they cost a command that
+# never meets one (``threads``) a few hundred milliseconds of start-up.
 
 __all__ = [
     "INTERRUPT",
@@ -150,11 +155,15 @@ def _snapshot(value: Any) -> tuple[bool, Any]:
     """
     if value is None:
         return False, None
+    from langgraph.channels import DeltaChannel
+
     inner = DeltaChannel(_keep).from_checkpoint(value).get()
     return inner is not value, inner
 
 
 def _messages_fold(state: list[Any], writes: Sequence[Any]) -> list[Any]:
+    from langgraph.graph.message import add_messages
+
     return functools.reduce(add_messages, writes, state)  # type: ignore[arg-type]
 
 
@@ -219,6 +228,8 @@ def _rebuild(history: Any) -> tuple[Any, dict[str, Any]]:
     if chosen is None:
         return start, info
     info["reducer"], fold, typ = chosen
+    from langgraph.channels import DeltaChannel
+
     channel: DeltaChannel[Any] = DeltaChannel(fold, typ).from_checkpoint(seed)
     channel.replay_writes(writes)
     return channel.get(), info

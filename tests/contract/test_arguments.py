@@ -138,6 +138,9 @@ PAIR_CASES: list[tuple[Call, type[Exception], str]] = [
     (lambda s: s.get("ns", b"k"), ss.InvalidKeyError, "b'k'"),
     (lambda s: s.get_many(None), ss.InvalidArgumentError, "pairs must be an iterable"),
     (lambda s: s.delete_many(7), ss.InvalidArgumentError, "pairs must be an iterable"),
+    (lambda s: s.footprint("ns", 1, 10), ss.InvalidKeyError, "1"),
+    (lambda s: s.footprint("ns", "k", -1), ss.InvalidArgumentError, "-1"),
+    (lambda s: s.footprint("ns", "k", 2.5), ss.InvalidArgumentError, "2.5"),
 ]
 
 
@@ -186,3 +189,12 @@ def test_bad_max_history_is_refused_alike(store_factory: Any, bad: Any) -> None:
         ss.Store(max_history=bad)
     assert repr(bad) in str(got.value)
     assert str(got.value) == str(expected.value)
+
+
+def test_footprint_counts_at_least_the_entry_and_grows_with_its_value(
+    store: ss.BaseStore,
+) -> None:
+    small, large = store.footprint("ns", "k", 10), store.footprint("ns", "k", 100_000)
+    assert small >= len("ns") + len("k") + 10
+    assert large >= 100_000 + len("ns") + len("k")
+    assert large > small

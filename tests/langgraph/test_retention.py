@@ -95,7 +95,7 @@ def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: Mak
 def footprint(store: ss.BaseStore, contents: dict[str, list[tuple[str, bytes]]]) -> int:
     """What ``contents`` occupies in ``store``, by the measure retention reports."""
     return sum(
-        store._footprint(ns, key, len(value))
+        store.footprint(ns, key, len(value))
         for ns, items in contents.items()
         if ns != GUARDS
         for key, value in items

@@ -270,7 +270,7 @@ class Retainer:
                 *catalog.thread_activity(self.store, thread_id),
                 (K.REGISTRY, K.field(thread_id)),
             ]
-            size = self.store._footprint
+            size = self.store.footprint
             report.bytes_freed = _entry_bytes(self.store, K.thread_prefix(thread_id)) + sum(
                 size(namespace, key, len(catalog.NIL)) for namespace, key in indexes
             )
@@ -313,7 +313,7 @@ class Retainer:
         only they referenced (:func:`.threads.sweep`, which says why nothing
         a live checkpoint needs can go).
         """
-        size = self.store._footprint
+        size = self.store.footprint
         doomed: list[tuple[str, _Row]] = []
         kept_chunks: set[str] = set()
         kept_earlier: set[Any] = set()
@@ -457,7 +457,7 @@ def _entry_bytes(store: BaseStore, prefix: str) -> int:
         start: str | None = None
         while True:
             page = store.items(namespace, start=start, limit=BATCH, raw=True)
-            total += sum(store._footprint(namespace, key, len(value)) for key, value in page)
+            total += sum(store.footprint(namespace, key, len(value)) for key, value in page)
             if len(page) < BATCH:
                 break
             start = page[-1][0] + "\x00"
