@@ -15,6 +15,7 @@ SECTION_TITLES = {
     "disk": "DiskStore",
     "saver": "Checkpointer, in memory and durable on a file",
     "postgres": "Checkpointer on PostgreSQL",
+    "postgres_dict": "Checkpointer on PostgreSQL, the plain-dict stream",
     "growth": "A growing LangGraph conversation",
     "workers": "Several workers: the cost of tombstones and fencing",
     "retention": "Retention: expiring threads, keeping the newest, giving space back",

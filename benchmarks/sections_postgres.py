@@ -179,6 +179,7 @@ def _claims(cfg: Config, res: Results, reason: str | None = None) -> None:
         f"postgres_dict.put.{OURS}",
         f"postgres_dict.put.{PEER}",
         1.0,
+        section="postgres",
         floor="postgres_dict.put.floor",
         reason=reason,
         floor_label=f"{where}: put, {OURS}",
