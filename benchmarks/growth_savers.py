@@ -22,6 +22,7 @@ __all__ = [
     "drop_schema",
     "inmemory_bytes",
     "make_savers",
+    "peer_connection",
     "pg_bytes",
     "sqlite_bytes",
     "store_bytes",
@@ -200,7 +201,6 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
 def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> list[Saver]:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg.rows import dict_row
 
     from swarmstate.backends.postgres import PostgresStore
     from swarmstate.integrations.langgraph import SwarmStateSaver
@@ -234,13 +234,7 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
         peer_schema = f"{tag}_peer"
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(f'CREATE SCHEMA "{peer_schema}"')
-        conn = psycopg.connect(
-            cfg.pg_dsn,
-            autocommit=True,
-            prepare_threshold=0,
-            row_factory=dict_row,
-            options=f"-c search_path={peer_schema}",
-        )
+        conn = peer_connection(cfg.pg_dsn, peer_schema)
         peer_puts: list[int] = []
         peer = timing(PostgresSaver, peer_puts)(conn)
         peer.setup()
@@ -259,3 +253,20 @@ def _pg_savers(cfg: GrowthConfig, graph: str, want: Callable[[str], bool]) -> li
             )
         )
     return out
+
+
+def peer_connection(dsn: str, schema: str, settings: str = "") -> Any:
+    """A connection as PostgresSaver takes it (autocommit, dict rows), on its own schema.
+
+    ``settings``: more server settings for the session (``-c name=value``).
+    """
+    import psycopg
+    from psycopg.rows import dict_row
+
+    return psycopg.connect(
+        dsn,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={schema} {settings}".strip(),
+    )

@@ -24,6 +24,7 @@ from typing import Any
 from growth_savers import (
     drop_schema,
     inmemory_bytes,
+    peer_connection,
     pg_bytes,
     sqlite_bytes,
     store_bytes,
@@ -37,7 +38,6 @@ __all__ = [
     "analyze_schema",
     "close_all",
     "make_contenders",
-    "peer_connection",
 ]
 
 OURS_MEMORY = "SwarmStateSaver(Store)"
@@ -220,23 +220,6 @@ def _postgres(tag: str, dsn: str) -> list[Contender]:
             puts=peer_puts,
         ),
     ]  # fmt: skip
-
-
-def peer_connection(dsn: str, schema: str, settings: str = "") -> Any:
-    """A connection as PostgresSaver takes it (autocommit, dict rows), on its own schema.
-
-    ``settings``: more server settings for the session (``-c name=value``).
-    """
-    import psycopg
-    from psycopg.rows import dict_row
-
-    return psycopg.connect(
-        dsn,
-        autocommit=True,
-        prepare_threshold=0,
-        row_factory=dict_row,
-        options=f"-c search_path={schema} {settings}".strip(),
-    )
 
 
 def close_all(contenders: list[Contender]) -> None:
