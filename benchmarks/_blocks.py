@@ -243,10 +243,10 @@ WHY = {
     f"growth.bytes.{_PG}": "on PostgreSQL each of the many small rows sharing makes "
     "(checkpoint entries with LangGraph's version maps, pending writes, chunks) also "
     "pays a tuple header and an entry in the (ns, key) index, whose pages stay half full "
-    "where a thread's namespaces insert in the middle of it; large messages are stored "
-    "compressed there (compress=True). What puts the ratio over the limit is each "
-    "checkpoint's store-wide index entry (a row and its entries in two indexes, about "
-    "300 bytes there): a run of this section with them left out stored 0.029 of the peer",
+    "where a thread's namespaces insert in the middle of it. Large messages and the "
+    "checkpoint entries are stored compressed there (compress=True); each checkpoint's "
+    "store-wide index entry (a row and its entries in two indexes, about 300 bytes "
+    "there) has nothing to deflate",
     **{f"growth.history20.{ours}": _HISTORY for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.get_state.{ours}": _GET_STATE for ours in (_STORE, _DISK, _DISK_FULL, _PG)},
     **{f"growth.get_state_first.{ours}": _FIRST_READ for ours in (_STORE, _DISK, _DISK_FULL, _PG)},

@@ -24,6 +24,7 @@ from langgraph.types import Command, Send, interrupt
 
 import swarmstate as ss
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 
 # -- graphs --------------------------------------------------------------
@@ -445,7 +446,7 @@ def test_a_serializer_of_another_format_gets_the_typed_layout(
     namespace = K.scope("t", "")
     for key, data in saver.store.items(namespace, raw=True):
         if key.endswith(K.CHECKPOINT):
-            assert data[0] == 0x97  # typed pairs, not the serializer's own document
+            assert E.inflated(data)[0] == 0x97  # typed pairs, not the serializer's own document
     looped = list(saver.list(cfg("t"), filter={"source": "loop"}))
     assert [t.checkpoint["id"] for t in looped] == [
         t.checkpoint["id"] for t in history if t.metadata["source"] == "loop"
@@ -661,6 +662,13 @@ def test_int_thread_ids_and_missing_namespace_take_the_checked_path(
 # -- safe deserialization ---------------------------------------------------
 
 
+def _stored_entry(store: ss.BaseStore, namespace: str, key: str) -> Any:
+    """A checkpoint entry as stored, inflated if it was stored compressed."""
+    ((found, data),) = store.items(namespace, start=key, limit=1, raw=True)
+    assert found == key
+    return ss.loads(E.inflated(data))
+
+
 def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
     """Store a checkpoint whose channel value asks the loader to call os.mkdir(target)."""
     chain_graph(saver).invoke({"steps": []}, cfg("evil"))
@@ -669,7 +677,7 @@ def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
     # The value of channel "steps" rides in the checkpoint entry as [BLOB, type,
     # bytes]: the entry is [metadata, parent id, run id, checkpoint, inline forms].
     namespace, key = K.scope("evil", ""), K.checkpoint_key(latest.checkpoint["id"])
-    entry = saver.store.get(namespace, key)
+    entry = _stored_entry(saver.store, namespace, key)
     assert entry[4]["steps"][:2] == [0, "msgpack"]
     # Extension 0 is JsonPlusSerializer's "call module.name(arg)".
     call = ormsgpack.Ext(0, ormsgpack.packb(["os", "mkdir", str(target)]))
@@ -702,7 +710,7 @@ def test_pickle_payloads_are_refused(saver: SwarmStateSaver) -> None:
     namespace, key = K.scope("pk", ""), K.checkpoint_key(latest.checkpoint["id"])
     # The layout of typed pairs (for serializers that are not plain msgpack),
     # here claiming a pickled checkpoint.
-    metadata, parent_id, run_id, _, layout = saver.store.get(namespace, key)
+    metadata, parent_id, run_id, _, layout = _stored_entry(saver.store, namespace, key)
     entry = ["pickle", b"\x80\x04N.", *saver.serde.dumps_typed(metadata), parent_id, run_id, layout]
     saver.store.set(namespace, key, entry)
     with pytest.raises(ss.CorruptDataError, match="pickle"):
@@ -796,7 +804,7 @@ def test_strict_serializer_returns_json_values_as_plain_data(saver: SwarmStateSa
     latest = saver.get_tuple(cfg("js"))
     assert latest is not None
     namespace, key = K.scope("js", ""), K.checkpoint_key(latest.checkpoint["id"])
-    entry = saver.store.get(namespace, key)
+    entry = _stored_entry(saver.store, namespace, key)
     described = {
         "lc": 1,
         "type": "constructor",

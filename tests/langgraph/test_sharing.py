@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 import threading
+import zlib
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
@@ -402,6 +403,11 @@ def test_a_missing_chunk_raises_corrupt_data_naming_the_channel(make_store: Make
         list(SwarmStateSaver(saver.store).list(cfg("seg")))
 
 
+def _stored_entries(store: ss.BaseStore, thread: str) -> list[bytes]:
+    ns = K.scope(thread, "")
+    return [v for key, v in store.items(ns, raw=True) if key[-1] == K.CHECKPOINT]
+
+
 def _stored_writes(store: ss.BaseStore, thread: str) -> list[tuple[str, list[Any]]]:
     ns = K.scope(thread, "")
     return [(key, ss.loads(v)) for key, v in store.items(ns, raw=True) if key[-1] != K.CHECKPOINT]
@@ -416,6 +422,9 @@ def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
         talk(chat_graph(saver), "zip", 5)
     forms = {len(write) for _, write in _stored_writes(ours.store, "zip")}
     assert forms == {6, 7}, "messages are packed, a small branch write is not"
+    assert {layout[:1] for layout in _stored_entries(ours.store, "zip")} == {b"\x93"}, (
+        "every checkpoint entry is stored deflated"
+    )
     chunks = [ss.loads(v) for _, v in ours.store.items(K.chunks("zip"), raw=True)]
     assert any(type(c) is list for c in chunks), "a chunk of messages is packed"
     # A saver that does not compress extends the thread: its rows and the
@@ -430,11 +439,23 @@ def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
     def values(saver: Any) -> list[Any]:
         return [t.checkpoint["channel_values"] for t in saver.list(cfg("zip"))]
 
+    assert {layout[:1] for layout in _stored_entries(ours.store, "zip")} == {b"\x93", b"\x95"}
+
+    def loop_steps(saver: Any) -> list[Any]:  # a metadata filter reads each entry's head
+        return [t.metadata["step"] for t in saver.list(cfg("zip"), filter={"source": "loop"})]
+
     for compress in (False, True):
         fresh = SwarmStateSaver(ours.store, compress=compress)
         assert writes(fresh) == writes(reference)
         assert values(fresh) == values(reference)
+        assert loop_steps(fresh) == loop_steps(reference)
     assert sum(map(len, writes(reference))) >= 8
+    # A copy re-tags each entry's metadata and keeps it stored as it was.
+    ours.copy_thread("zip", "zip-copy")
+    layouts = sorted(entry[:1] for entry in _stored_entries(ours.store, "zip"))
+    assert sorted(entry[:1] for entry in _stored_entries(ours.store, "zip-copy")) == layouts
+    copies = list(SwarmStateSaver(ours.store).list(cfg("zip-copy")))
+    assert [t.checkpoint["channel_values"] for t in copies] == values(reference)
 
 
 def test_compression_is_on_by_default_only_where_it_pays(make_store: MakeStore) -> None:
@@ -459,6 +480,28 @@ def test_a_damaged_compressed_write_raises_corrupt_data(make_store: MakeStore, d
     saver.store.set(K.scope("zbad", ""), key, write)
     with pytest.raises(ss.CorruptDataError, match="inflate"):
         list(SwarmStateSaver(saver.store).list(cfg("zbad")))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "size", "nested"])
+def test_a_damaged_compressed_entry_raises_corrupt_data(make_store: MakeStore, damage: str) -> None:
+    saver = SwarmStateSaver(make_store(), compress=True)
+    talk(chat_graph(saver), "zent", 2)
+    ns = K.scope("zent", "")
+    key, stored = next(
+        (k, v) for k, v in saver.store.items(ns, raw=True, reverse=True) if k[-1] == K.CHECKPOINT
+    )
+    envelope = ss.loads(stored)
+    assert stored[:1] == b"\x93"
+    assert envelope[0] == 1
+    if damage == "truncate":
+        envelope[1] = envelope[1][:-4]
+    elif damage == "size":
+        envelope[2] += 1
+    else:  # a compressed entry inside a compressed entry is no layout
+        envelope = [1, zlib.compress(stored), len(stored)]
+    saver.store.set(ns, key, envelope)
+    with pytest.raises(ss.CorruptDataError, match="inflate"):
+        SwarmStateSaver(saver.store).get_tuple(cfg("zent"))
 
 
 def _previous_layout_graph(saver: Any) -> Any:

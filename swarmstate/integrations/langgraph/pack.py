@@ -1,4 +1,4 @@
-"""Compression of the large byte strings the saver stores: chunks of values, pending writes.
+"""Compression of the byte strings the saver stores: checkpoint entries, chunks, pending writes.
 
 Serialized messages compress well (their field names and class paths repeat
 message after message, and text is text), and neither SQLite nor PostgreSQL

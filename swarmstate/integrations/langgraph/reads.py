@@ -263,6 +263,8 @@ def foreign_types(entry: Any, writes: list[Any]) -> set[str]:
     does not read by itself (an encrypting serializer's ``msgpack+aes``, say)."""
     names: set[str] = set()
     try:
+        if type(entry) is bytes:
+            entry = E.inflated(entry)
         if type(entry) is bytes and entry[:1] in (b"\x96", b"\x97"):
             typed = loads(entry)
             names.update(t for t in (typed[0], typed[2]) if type(t) is str)
@@ -272,6 +274,6 @@ def foreign_types(entry: Any, writes: list[Any]) -> set[str]:
             write = loads(stored)
             if type(write) is list and len(write) >= 5 and type(write[4]) is str:
                 names.add(write[4])
-    except (ValueError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError, CorruptDataError):
         return set()
     return {name for name in names if type(name) is str and name not in _PLAIN_TYPES}

@@ -144,9 +144,9 @@ class SwarmStateSaver(ThreadMethods):
             because of it, only slower without.
         retention: A :class:`Retention` policy to apply as graphs write
             (amortized: once per ``retention.every`` puts); see :meth:`retain`.
-        compress: Store serialized messages zlib-compressed (pending
-            writes of 256 bytes or more and chunks of 1 kB or more,
-            where that saves an eighth). Default (None): on for
+        compress: Store serialized messages zlib-compressed (checkpoint
+            entries and pending writes of 256 bytes or more, chunks of
+            1 kB or more, where that saves an eighth). Default (None): on for
             ``PostgresStore``, which stores rows under about 2 kB as they
             are and sends every byte over the network; off for ``Store``
             and ``DiskStore``, where the first read of a long thread would
@@ -439,6 +439,8 @@ class SwarmStateSaver(ThreadMethods):
             self._typed = True
             data = E.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
+        if self._values.compress:
+            data = E.compressed(data)
         checkpoint_id = checkpoint["id"]
         entry_key = K.checkpoint_key(checkpoint_id)
         rows: _List[tuple[str, str, Any]] = [
