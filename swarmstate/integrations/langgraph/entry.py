@@ -51,7 +51,7 @@ import msgpack
 
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import CorruptDataError, SwarmStateError
-from swarmstate.integrations.langgraph.pack import pack, unpack
+from swarmstate.integrations.langgraph.pack import inflate_envelope, pack_envelope
 
 __all__ = ["Decoded", "compressed", "decode", "encode", "head", "inflated", "with_metadata"]
 
@@ -59,8 +59,7 @@ _SERDE_WHOLE: int = 0x94  # fixarray of 4: the serializer's document, values ins
 _SERDE: int = 0x95  # fixarray of 5: the serializer's document, values beside
 _TYPED_WHOLE: int = 0x96  # fixarray of 6: typed pairs, values inside
 _TYPED: int = 0x97  # fixarray of 7: typed pairs, values beside
-_PACKED: int = 0x93  # fixarray of 3: [1, another layout deflated, its size]
-_PACKED_TAG = 1
+_PACKED: int = 0x93  # fixarray of 3: [1, another layout deflated, its size] (pack_envelope)
 _PAGE = 4096
 
 
@@ -109,8 +108,8 @@ def encode(
 
 def compressed(data: bytes) -> bytes:
     """The stored bytes of an encoded entry: deflated (``0x93``) when that saves an eighth."""
-    packed = pack(data)
-    return data if packed is None else dumps([_PACKED_TAG, packed, len(data)])
+    packed = pack_envelope(data)
+    return data if packed is None else packed
 
 
 def inflated(data: bytes) -> bytes:
@@ -120,20 +119,12 @@ def inflated(data: bytes) -> bytes:
         CorruptDataError: ``data`` starts as a compressed entry and does not
             inflate to exactly the size it names, or to another layout.
     """
-    if data[:1] != b"\x93":
+    if not data or data[0] != _PACKED:
         return data
     with _reading(data):
-        stored = loads(data)
-        if (
-            type(stored) is list
-            and len(stored) == 3
-            and stored[0] == _PACKED_TAG
-            and type(stored[1]) is bytes
-            and type(stored[2]) is int
-        ):
-            raw = unpack(stored[1], stored[2])
-            if raw is not None and raw[:1] != b"\x93":
-                return raw
+        raw = inflate_envelope(loads(data))
+        if raw is not None and raw[0] != _PACKED:
+            return raw
     raise CorruptDataError(f"{len(data)} stored bytes: not a compressed entry that inflates")
 
 

@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import sys
 import zlib
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["AT_LEAST", "CHUNK_AT_LEAST", "pack", "unpack"]
+from swarmstate._codec import dumps
+
+__all__ = ["AT_LEAST", "CHUNK_AT_LEAST", "inflate_envelope", "pack", "pack_envelope", "unpack"]
+
+_TAG: Final = 1
+"""The first element of a stored ``[1, packed, size]`` envelope."""
 
 AT_LEAST: Final = 256
 """Shorter strings are stored as they are (too little to gain)."""
@@ -54,3 +59,23 @@ def unpack(packed: bytes, size: int) -> bytes | None:
     if len(raw) != size or not inflate.eof or inflate.unconsumed_tail or inflate.unused_data:
         return None
     return raw
+
+
+def pack_envelope(raw: bytes, at_least: int = AT_LEAST) -> bytes | None:
+    """``raw`` stored compressed, as the msgpack ``[1, packed, size]``; None as :func:`pack`."""
+    packed = pack(raw, at_least)
+    return None if packed is None else dumps([_TAG, packed, len(raw)])
+
+
+def inflate_envelope(stored: Any) -> bytes | None:
+    """The bytes a decoded ``[1, packed, size]`` envelope holds; None when ``stored`` is
+    not one, or does not inflate to exactly its size."""
+    if (
+        type(stored) is list
+        and len(stored) == 3
+        and stored[0] == _TAG
+        and type(stored[1]) is bytes
+        and type(stored[2]) is int
+    ):
+        return unpack(stored[1], stored[2])
+    return None

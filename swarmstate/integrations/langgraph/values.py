@@ -59,7 +59,7 @@ from typing import Any, Final, NamedTuple
 import ormsgpack
 
 from swarmstate._base import BaseStore
-from swarmstate._codec import dumps, loads
+from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
@@ -67,7 +67,7 @@ from swarmstate.integrations.langgraph import legacy
 from swarmstate.integrations.langgraph import sharing as S
 from swarmstate.integrations.langgraph.allowlist import classes_of
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
-from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, pack, unpack
+from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, inflate_envelope, pack_envelope
 from swarmstate.integrations.langgraph.revive import Reviver
 
 __all__ = [
@@ -93,8 +93,6 @@ INLINE_MAX: Final = 128
 """A value whose serialized bytes are at most this long rides in the checkpoint entry."""
 _HEADS_MAX: Final = 8192
 _VERSION_TYPES: Final = (str, int, float)
-_PACKED: Final = 1
-"""The tag of a chunk stored compressed: ``[1, packed, size]``."""
 
 Pair = tuple[str, str]
 """``(namespace, key)`` of one store entry."""
@@ -369,9 +367,9 @@ class Values:
     def _chunk_row(self, chunk: bytes) -> bytes:
         """The stored bytes of a chunk: msgpack bin, or ``[1, packed, size]`` compressed."""
         if self.compress:
-            packed = pack(chunk, CHUNK_AT_LEAST)
+            packed = pack_envelope(chunk, CHUNK_AT_LEAST)
             if packed is not None:
-                return dumps([_PACKED, packed, len(chunk)])
+                return packed
         return ormsgpack.packb(chunk)
 
     def cache(self, built: Built) -> None:
@@ -671,16 +669,9 @@ def _parse_chunk(namespace: str, key: str, row: bytes) -> bytes:
         raise CorruptDataError(f"chunk {key!r} of {namespace!r} does not decode: {exc}") from exc
     if type(value) is bytes:
         return value
-    if (
-        type(value) is list
-        and len(value) == 3
-        and value[0] == _PACKED
-        and type(value[1]) is bytes
-        and type(value[2]) is int
-    ):
-        raw = unpack(value[1], value[2])
-        if raw is not None:
-            return raw
+    raw = inflate_envelope(value)
+    if raw is not None:
+        return raw
     raise CorruptDataError(f"chunk {key!r} of {namespace!r} is malformed")
 
 
