@@ -108,8 +108,7 @@ def encode(
 
 def compressed(data: bytes) -> bytes:
     """The stored bytes of an encoded entry: deflated (``0x93``) when that saves an eighth."""
-    packed = pack_envelope(data)
-    return data if packed is None else packed
+    return pack_envelope(data) or data
 
 
 def inflated(data: bytes) -> bytes:
@@ -222,7 +221,7 @@ def with_metadata(serde: Any, data: bytes, metadata: dict[str, Any]) -> bytes:
     format other than msgpack, a serializer document becomes typed pairs,
     its checkpoint the msgpack it was. A compressed entry comes back compressed.
     """
-    if data[:1] == b"\x93":
+    if data and data[0] == _PACKED:
         return compressed(with_metadata(serde, inflated(data), metadata))
     with _reading(data):
         first = data[0]
