@@ -596,9 +596,11 @@ def head_of(decoded: E.Decoded) -> Head | None:
     if forms is None or any(form[0] in (LIST, APART) for form in forms.values()):
         return None
     run_id = decoded.metadata.get("run_id")
-    return Head(
-        decoded.checkpoint["channel_versions"], forms, run_id if type(run_id) is str else None
-    )
+    # A copy: the decoded checkpoint is handed to LangGraph, whose runtime
+    # updates its ``channel_versions`` in place as the next step runs, and a
+    # head is what a child (or a ``__copy__`` fork) is built on later.
+    versions = dict(decoded.checkpoint["channel_versions"])
+    return Head(versions, forms, run_id if type(run_id) is str else None)
 
 
 def scan(
