@@ -176,8 +176,9 @@ def _deleted(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Checkpoi
     return CheckpointDeletedError(
         f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
         f"{checkpoint_ns!r}) does not exist: it was deleted after it was read (retention, "
-        "prune or delete_thread, perhaps through another saver), so its DeltaChannel values "
-        "cannot be rebuilt; read the thread again (get_state, get_state_history)"
+        "prune or delete_thread, perhaps through another saver), or never was, so its "
+        "DeltaChannel values cannot be rebuilt; read the thread again (get_state, "
+        "get_state_history)"
     )
 
 
