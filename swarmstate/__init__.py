@@ -9,6 +9,7 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import ABSENT, PRESENT
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
+    CheckpointDeletedError,
     ConflictError,
     CorruptDataError,
     DecodeError,
@@ -37,6 +38,7 @@ __all__ = [
     "ABSENT",
     "PRESENT",
     "BaseStore",
+    "CheckpointDeletedError",
     "ConflictError",
     "CorruptDataError",
     "DecodeError",

@@ -18,6 +18,8 @@ about swarmstate::
     ├── StoreClosedError (RuntimeError)      the store was closed
     ├── ConflictError (RuntimeError)         a set_many requirement did not hold
     │   ├── ThreadDeletedError               a write to a thread deleted meanwhile
+    │   ├── CheckpointDeletedError           a checkpoint read was deleted before
+    │   │                                    what it needs was read
     │   └── FencedError                      a write without the newest claim's token
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── StorageError (OSError)               the backing file or server failed
@@ -77,6 +79,17 @@ class ThreadDeletedError(ConflictError):
     The late writes of a run still going when its thread was deleted are
     refused, so the thread does not come back. A new run under the same id
     (no parent checkpoint) starts afresh.
+    """
+
+
+class CheckpointDeletedError(ConflictError):
+    """A checkpoint a read had found was deleted before the rest of what it needs was read.
+
+    Raised where skipping it is not possible: ``get_delta_channel_history``
+    for a checkpoint LangGraph already holds (``graph.get_state_history``
+    lists every checkpoint first, then rebuilds each one's ``DeltaChannel``
+    values) that retention, ``prune`` or ``delete_thread`` deleted
+    meanwhile. Its values are not returned short; read the thread again.
     """
 
 

@@ -14,6 +14,7 @@ EXPECTED = {
     "PRESENT",
     "BaseStore",
     "ConflictError",
+    "CheckpointDeletedError",
     "FencedError",
     "ThreadDeletedError",
     "CorruptDataError",

@@ -14,6 +14,14 @@ ancestors with their writes) and checks the candidate values of each page
 in one batch. Ids are time-ordered only within one process, so an ancestor
 whose id sorts above the page is read by its own lookup; a chain that loops
 (a re-put id) stops at the first repeat.
+
+A history is never returned short: when the target, an ancestor or a seed's
+stored bytes are missing, the target is looked up again. Gone (deleted after
+the caller read it: retention deletes a checkpoint before its ancestors, so
+a live checkpoint keeps its chain) raises :class:`CheckpointDeletedError`;
+still there with a seed's bytes missing is damage, :class:`CorruptDataError`;
+still there with an ancestor gone ends the chain there, as the contract's own
+walk does.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._errors import CorruptDataError
+from swarmstate._errors import CheckpointDeletedError, CorruptDataError
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import reads as R
@@ -98,20 +106,20 @@ def delta_history(
     # The first page reaches up to the target's own group (its key and writes).
     chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
     target = chain.get(checkpoint_id)
+    if target is None:
+        raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
     collected: dict[str, list[list[Any]]] = {channel: [] for channel in channels}
     legacy_seeds: dict[str, Any] = {}
     wanted: dict[tuple[Context, str], tuple[Any, list[Any]]] = {}
     seed_of: dict[str, tuple[Context, str]] = {}
     remaining = set(channels)
     seen = {checkpoint_id}
-    cursor = (
-        _decode(values, serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
-        if target
-        else None
-    )
+    cursor = _decode(values, serde, thread_id, checkpoint_ns, checkpoint_id, target[0]).parent_id
+    cut = False  # an ancestor named by its child was not found
     while cursor is not None and remaining and cursor not in seen:
         group = chain.get(cursor)
         if group is None:
+            cut = True
             break
         seen.add(cursor)
         decoded = _decode(values, serde, thread_id, checkpoint_ns, cursor, group[0])
@@ -137,7 +145,23 @@ def delta_history(
                 wanted[asked] = (decoded.checkpoint["channel_versions"].get(channel), form)
                 remaining.discard(channel)
         cursor = decoded.parent_id
-    stored = values.read(serde, wanted) if wanted else {}
+    stored, lost = values.read(serde, wanted) if wanted else ({}, [])
+    if lost:
+        (_, _, holder), channel = lost[0]
+        # Damaged where the checkpoint holding the value exists, or where the
+        # target does (it needs that value); else both were deleted meanwhile.
+        if not store.contains(namespace, K.checkpoint_key(holder)) and not store.contains(
+            namespace, K.checkpoint_key(checkpoint_id)
+        ):
+            raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
+        raise CorruptDataError(
+            f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
+            f"{checkpoint_ns!r}): the value of DeltaChannel {channel!r} cannot be "
+            f"rebuilt, as the stored value it starts from (at checkpoint {holder!r}) "
+            "is missing a chunk; the stored data is damaged or incomplete"
+        )
+    if cut and not store.contains(namespace, K.checkpoint_key(checkpoint_id)):
+        raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
     seeds = {**legacy_seeds, **{ch: stored[a] for ch, a in seed_of.items() if a in stored}}
     result: dict[str, Any] = {}
     for channel in channels:
@@ -146,6 +170,16 @@ def delta_history(
             entry["seed"] = seeds[channel]
         result[channel] = entry
     return result
+
+
+def _deleted(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointDeletedError:
+    return CheckpointDeletedError(
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (checkpoint_ns "
+        f"{checkpoint_ns!r}) does not exist: it was deleted after it was read (retention, "
+        "prune or delete_thread, perhaps through another saver), or never was, so its "
+        "DeltaChannel values cannot be rebuilt; read the thread again (get_state, "
+        "get_state_history)"
+    )
 
 
 def _decode(

@@ -309,7 +309,7 @@ class Retainer:
         """Keep the newest ``keep`` checkpoints of each namespace (and what they need).
 
         A dry run plans and counts; a real run (under the thread's lease)
-        deletes the other checkpoints, oldest first, then sweeps the chunks
+        deletes the other checkpoints, newest first, then sweeps the chunks
         only they referenced (:func:`.threads.sweep`, which says why nothing
         a live checkpoint needs can go).
         """
@@ -340,11 +340,13 @@ class Retainer:
             stored = T.stored_values(self.store, thread_id)
             gone = T.dead(thread_id, stored, kept_chunks, kept_earlier)
         else:
-            # Oldest first, checkpoints before their writes: a reader never meets
-            # a live checkpoint whose writes or values are gone.
+            # Newest first, checkpoints before their writes: a reader never meets
+            # a live checkpoint whose writes or values are gone, nor one whose
+            # ancestors are (a DeltaChannel history walks them), so a walk that
+            # misses an ancestor finds its own checkpoint gone too.
             pairs = [
                 (namespace, key)
-                for namespace, row in reversed(doomed)
+                for namespace, row in doomed
                 for key in (row.key, *(key for key, _ in row.writes))
             ]
             pairs += [(K.INDEX, _index_key(namespace, row)) for namespace, row in doomed]

@@ -427,10 +427,12 @@ class Values:
 
     def read(
         self, serde: Any, wanted: dict[tuple[Context, str], tuple[Any, list[Any]]]
-    ) -> dict[tuple[Context, str], Any]:
+    ) -> tuple[dict[tuple[Context, str], Any], list[tuple[Context, str]]]:
         """The decoded values of ``wanted``: ``(context, channel) -> (version, form)``.
 
-        A value whose bytes are missing is left out.
+        Also the asked keys whose stored bytes are missing (left out of the
+        values; the caller tells deleted from damaged). An earlier layout's
+        value entry that holds no value is left out of both.
         """
         names: dict[Any, tuple[Context, list[Any]]] = {}
         keyed = []
@@ -441,15 +443,19 @@ class Values:
                 names.setdefault(name, (context, form))
         stored = self._fetch(names)
         out: dict[tuple[Context, str], Any] = {}
+        missing: list[tuple[Context, str]] = []
         for asked, name, form in keyed:
             pair = (form[1], form[2]) if name is None else stored.get(name, _MISSING)
-            if pair is _MISSING or pair is None:
+            if pair is _MISSING:
+                missing.append(asked)
+                continue
+            if pair is None:
                 continue
             try:
                 out[asked] = self.reviver.loads(serde, pair)
             except Exception as exc:  # stored bytes that do not decode are damaged
                 raise _corrupt(*asked[0], asked[1], exc) from exc
-        return out
+        return out, missing
 
     def _read_version(self, thread_id: str, form: list[Any], context: Context) -> S.Version:
         """The bytes of one ``CHUNKS`` form (cached by its id), read from the store if needed."""
@@ -596,9 +602,11 @@ def head_of(decoded: E.Decoded) -> Head | None:
     if forms is None or any(form[0] in (LIST, APART) for form in forms.values()):
         return None
     run_id = decoded.metadata.get("run_id")
-    return Head(
-        decoded.checkpoint["channel_versions"], forms, run_id if type(run_id) is str else None
-    )
+    # A copy: the decoded checkpoint is handed to LangGraph, whose runtime
+    # updates its ``channel_versions`` in place as the next step runs, and a
+    # head is what a child (or a ``__copy__`` fork) is built on later.
+    versions = dict(decoded.checkpoint["channel_versions"])
+    return Head(versions, forms, run_id if type(run_id) is str else None)
 
 
 def scan(
