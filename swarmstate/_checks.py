@@ -17,6 +17,7 @@ from swarmstate._errors import InvalidArgumentError, InvalidKeyError
 __all__ = [
     "ABSENT",
     "MAX_LIMIT",
+    "MAX_VALUE_BYTES",
     "PRESENT",
     "Bound",
     "Limit",
@@ -45,6 +46,12 @@ Limit = int | None
 
 MAX_LIMIT: Final = 2**63 - 1
 """The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""
+
+MAX_VALUE_BYTES: Final = 1_000_000_000
+"""The most bytes one stored value holds on a durable backend: SQLite's length
+limit for a blob, under PostgreSQL's 1 GB limit for a field. Readers of stored
+data refuse a claim past it (a compressed size, the bytes a value's parts
+join to) before allocating anything, so planted bytes cannot make them grow."""
 
 
 class _Expectation:
