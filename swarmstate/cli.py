@@ -248,7 +248,9 @@ def _view(
     """Open PATH read-only, build the view's document, print it as JSON or text."""
     with open_store(args.path, schema=args.schema) as store:
         doc = build(store)
-    print(render.to_json(doc) if args.json else text(doc))
+    # Every stored text is escaped where it is rendered; this pass keeps a
+    # control character that a view missed from reaching the terminal too.
+    print(render.to_json(doc) if args.json else render.terminal_safe(text(doc)))
     return doc
 
 
@@ -322,7 +324,11 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     from swarmstate._cli.prune import prune
 
     doc = prune(args, dry_run=not args.yes)
-    print(render.to_json(doc) if args.json else render.render_prune(doc, _shown_path(args)))
+    print(
+        render.to_json(doc)
+        if args.json
+        else render.terminal_safe(render.render_prune(doc, _shown_path(args)))
+    )
     if not args.yes and not args.dry_run:
         sys.stdout.flush()
         print(
@@ -366,7 +372,7 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
     if isinstance(path, str):
         # A PostgreSQL DSN may hold a password; no message shows it.
         text = hide_password(text, path)
-    return text or type(exc).__name__
+    return render.escaped(text) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
