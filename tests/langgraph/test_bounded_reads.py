@@ -90,6 +90,9 @@ def assert_bounded(store: ss.BaseStore) -> None:
         lambda: SwarmStateSaver(store).get_tuple(cfg("t")),
         lambda: list(SwarmStateSaver(store).list(cfg("t"))),
         lambda: SwarmStateSaver(store).copy_thread("t", "copy"),
+        lambda: SwarmStateSaver(store).get_delta_channel_history(
+            config=cfg("t"), channels=["messages"]
+        ),
     ]
     for read in reads:
         assert peak_of(read) < PEAK_LIMIT
