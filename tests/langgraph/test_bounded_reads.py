@@ -28,6 +28,7 @@ from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph.values import CHUNKS
 
 MakeStore = Callable[[], ss.BaseStore]
 PEAK_LIMIT = 50 * 2**20
@@ -137,7 +138,7 @@ def _plant_parts(store: ss.BaseStore, count: int, chunk_size: int) -> None:
     store.set(K.chunks("t"), "planted", [1, zeros(chunk_size), chunk_size])
     planted = 0
     for form in decoded.forms.values():
-        if form[0] == 3:  # CHUNKS: [CHUNKS, type, id, parts]
+        if form[0] == CHUNKS:  # [CHUNKS, type, id, parts]
             form[2] = f"planted-{planted}"  # a version id no cache holds
             form[3] = [["planted", 0, chunk_size]] * count
             planted += 1
