@@ -95,18 +95,25 @@ class _PointReads:
 
 
 _MAX_CHAR = chr(0x10FFFF)
+_FIRST_SURROGATE = 0xD800
+_AFTER_SURROGATES = 0xE000
 
 
 def prefix_upper_bound(prefix: str) -> str | None:
     """Smallest string greater than every string that starts with ``prefix``.
 
     Returns None when there is no such bound (empty prefix, or a prefix made
-    only of U+10FFFF), meaning "no upper limit".
+    only of U+10FFFF), meaning "no upper limit". The bound skips the
+    surrogates (U+D800 to U+DFFF): no name holds one, and SQLite cannot bind
+    a string that does, so after U+D7FF comes U+E000.
     """
     stripped = prefix.rstrip(_MAX_CHAR)
     if not stripped:
         return None
-    return stripped[:-1] + chr(ord(stripped[-1]) + 1)
+    following = ord(stripped[-1]) + 1
+    if following == _FIRST_SURROGATE:
+        following = _AFTER_SURROGATES
+    return stripped[:-1] + chr(following)
 
 
 def check_conditions(require: list[Requirement], found: list[bytes | None]) -> None:

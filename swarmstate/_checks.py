@@ -8,8 +8,10 @@ message, on every backend. The order they run in is documented in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
+from urllib.parse import unquote
 
 from swarmstate._codec import encode
 from swarmstate._errors import InvalidArgumentError, InvalidKeyError
@@ -17,6 +19,7 @@ from swarmstate._errors import InvalidArgumentError, InvalidKeyError
 __all__ = [
     "ABSENT",
     "MAX_LIMIT",
+    "MAX_VALUE_BYTES",
     "PRESENT",
     "Bound",
     "Limit",
@@ -31,6 +34,7 @@ __all__ = [
     "checked_pairs",
     "checked_requirements",
     "encoded_rows",
+    "hide_password",
     "unmet",
 ]
 
@@ -45,6 +49,12 @@ Limit = int | None
 
 MAX_LIMIT: Final = 2**63 - 1
 """The largest ``limit`` a range takes: what SQLite and PostgreSQL count to."""
+
+MAX_VALUE_BYTES: Final = 1_000_000_000
+"""The most bytes one stored value holds on a durable backend: SQLite's length
+limit for a blob, under PostgreSQL's 1 GB limit for a field. Readers of stored
+data refuse a claim past it (a compressed size, the bytes a value's parts
+join to) before allocating anything, so planted bytes cannot make them grow."""
 
 
 class _Expectation:
@@ -209,6 +219,38 @@ def checked_requirements(require: Iterable[tuple[str, str, Any]]) -> list[Requir
             )
         checked.append(((ns, key), expected))
     return checked
+
+
+_PASSWORDS: Final = (
+    # URL userinfo, up to the first "@" (as libpq reads it) and up to the last one
+    re.compile(r"://[^:/?#@\s]*:(?P<secret>[^@/?#\s]*)@"),
+    re.compile(r"://[^:/?#@\s]*:(?P<secret>[^/?#\s]*)@"),
+    # a password= option (key=value text, quoted or not) or URL parameter
+    re.compile(r"\bpassword\s*=\s*(?P<secret>'(?:[^'\\]|\\.)*'?|[^\s']\S*)", re.IGNORECASE),
+)
+
+
+def hide_password(text: str, conninfo: str) -> str:
+    """``text`` with every copy of the password ``conninfo`` holds replaced by ``***``.
+
+    A PostgreSQL connection string (a URL, or libpq ``key=value`` text) may
+    hold a password, and libpq quotes a string it cannot parse in its error,
+    so every message that may hold some of it passes through here. The
+    password is found as libpq would find it (URL userinfo, a ``password=``
+    option or URL parameter), quoted, unquoted and percent-decoded alike, so
+    a string libpq refuses to parse gives it up too.
+    """
+    secrets: set[str] = set()
+    for pattern in _PASSWORDS:
+        for match in pattern.finditer(conninfo):
+            found = match["secret"]
+            bare = found.strip("'")
+            unescaped = bare.replace("\\'", "'").replace("\\\\", "\\")
+            for candidate in (found, bare, unescaped, bare.partition("&")[0]):
+                secrets.update((candidate, unquote(candidate)))
+    for secret in sorted(secrets - {""}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def unmet(require: list[Requirement], found: list[bytes | None]) -> tuple[Pair, str] | None:

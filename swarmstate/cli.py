@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import swarmstate
+from swarmstate._checks import hide_password
 from swarmstate._cli import render
 from swarmstate._cli.prune import parse_duration
 from swarmstate._cli.source import InputError, open_store
@@ -247,7 +248,9 @@ def _view(
     """Open PATH read-only, build the view's document, print it as JSON or text."""
     with open_store(args.path, schema=args.schema) as store:
         doc = build(store)
-    print(render.to_json(doc) if args.json else text(doc))
+    # Every stored text is escaped where it is rendered; this pass keeps a
+    # control character that a view missed from reaching the terminal too.
+    print(render.to_json(doc) if args.json else render.terminal_safe(text(doc)))
     return doc
 
 
@@ -302,7 +305,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     _view(
         args,
         lambda store: inspect_view(store, args.limit),
-        lambda doc: render.render_inspect(doc, args.path),
+        lambda doc: render.render_inspect(doc, _shown_path(args)),
     )
     return EXIT_OK
 
@@ -310,7 +313,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from swarmstate._cli.store_views import check_view
 
-    doc = _view(args, check_view, lambda doc: render.render_check(doc, args.path))
+    doc = _view(args, check_view, lambda doc: render.render_check(doc, _shown_path(args)))
     return EXIT_OK if doc["ok"] else EXIT_ERROR
 
 
@@ -321,7 +324,11 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     from swarmstate._cli.prune import prune
 
     doc = prune(args, dry_run=not args.yes)
-    print(render.to_json(doc) if args.json else render.render_prune(doc, args.path))
+    print(
+        render.to_json(doc)
+        if args.json
+        else render.terminal_safe(render.render_prune(doc, _shown_path(args)))
+    )
     if not args.yes and not args.dry_run:
         sys.stdout.flush()
         print(
@@ -353,9 +360,19 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
 # -- entry point --------------------------------------------------------------------
 
 
-def _one_line(exc: BaseException) -> str:
+def _shown_path(args: argparse.Namespace) -> str:
+    """The store argument as output may show it: a DSN's password hidden."""
+    path: str = args.path
+    return hide_password(path, path)
+
+
+def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
     text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+    path = getattr(args, "path", None)
+    if isinstance(path, str):
+        # A PostgreSQL DSN may hold a password; no message shows it.
+        text = hide_password(text, path)
+    return render.escaped(text) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -368,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SwarmStateError, InputError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):
             return _closed_stdout()
-        print(f"{prog}: {_one_line(exc)}", file=sys.stderr)
+        print(f"{prog}: {_one_line(exc, args)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
@@ -377,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(_DEBUG_ENV) == "1":
             raise
         print(
-            f"{prog}: unexpected {type(exc).__name__}: {_one_line(exc)} "
+            f"{prog}: unexpected {type(exc).__name__}: {_one_line(exc, args)} "
             f"(a bug: {_DEBUG_ENV}=1 shows the traceback; please report it)",
             file=sys.stderr,
         )

@@ -9,6 +9,7 @@ from typing import Any
 from swarmstate._cli.values import CUT, message_text, short, value_change
 
 __all__ = [
+    "escaped",
     "plural",
     "render_check",
     "render_diff",
@@ -18,6 +19,7 @@ __all__ = [
     "render_show",
     "render_threads",
     "table",
+    "terminal_safe",
     "to_json",
 ]
 
@@ -27,6 +29,23 @@ _ROOT = "(root)"
 def to_json(doc: dict[str, Any]) -> str:
     """The ``--json`` form: ASCII-safe, so any terminal or pipe can carry it."""
     return json.dumps(doc, indent=2, default=str)
+
+
+def escaped(text: str) -> str:
+    """``text`` with every character a terminal acts on written as its Python escape.
+
+    C0 and C1 controls (an ANSI sequence, ``\\r``, a bell), tabs, newlines and
+    line separators are stored text like any other (a node name, a channel,
+    a task id) and would move the cursor, recolour or rewrite the screen.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def terminal_safe(text: str) -> str:
+    """A rendered view with nothing a terminal acts on but the newlines between its lines."""
+    return "\n".join(map(escaped, text.split("\n")))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -57,7 +76,7 @@ def _cell(value: object) -> str:
         return "-"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return str(value)
+    return escaped(str(value))
 
 
 def _ns(checkpoint_ns: str) -> str:
@@ -145,15 +164,18 @@ def render_history(doc: dict[str, Any]) -> str:
 
 def render_show(doc: dict[str, Any]) -> str:
     lines = [
-        f"thread {_shown(doc['thread_id'])}  checkpoint {doc['checkpoint_id']}  "
-        f"namespace {_ns(doc['checkpoint_ns'])}",
-        f"step {doc['step']}  source {doc['source']}  "
-        f"nodes {','.join(doc['nodes']) or '-'}  parent {doc['parent_id'] or '-'}  {doc['ts']}",
-        f"next {', '.join(doc['next']) or '- (nothing left to run)'}",
+        f"thread {_shown(doc['thread_id'])}  checkpoint {escaped(doc['checkpoint_id'])}  "
+        f"namespace {escaped(_ns(doc['checkpoint_ns']))}",
+        f"step {doc['step']}  source {escaped(str(doc['source']))}  "
+        f"nodes {escaped(','.join(doc['nodes'])) or '-'}  "
+        f"parent {escaped(doc['parent_id'] or '-')}  {escaped(str(doc['ts']))}",
+        f"next {escaped(', '.join(doc['next'])) or '- (nothing left to run)'}",
         f"metadata {short(json.dumps(doc['metadata'], default=str, ensure_ascii=False), 200)}",
     ]
     for found in doc["interrupts"]:
-        lines.append(f"interrupt (task {found['task_id']}): {short(found['value'], 200)}")
+        lines.append(
+            f"interrupt (task {escaped(str(found['task_id']))}): {short(found['value'], 200)}"
+        )
     lines.append("")
     rows: list[list[object]] = []
     for ch in doc["channels"]:
@@ -195,22 +217,25 @@ def render_diff(doc: dict[str, Any]) -> str:
     a, b = doc["a"], doc["b"]
     lines = [
         f"thread {_shown(doc['thread_id'])}",
-        f"  from {a['checkpoint_id']} (step {a['step']}, {_ns(a['checkpoint_ns'])})",
-        f"  to   {b['checkpoint_id']} (step {b['step']}, {_ns(b['checkpoint_ns'])})",
+        f"  from {escaped(a['checkpoint_id'])} (step {a['step']}, "
+        f"{escaped(_ns(a['checkpoint_ns']))})",
+        f"  to   {escaped(b['checkpoint_id'])} (step {b['step']}, "
+        f"{escaped(_ns(b['checkpoint_ns']))})",
     ]
     channels = doc["channels"]
     for what in ("added", "removed", "changed"):
-        lines.append(f"channels {what}: {', '.join(channels[what]) or '-'}")
+        lines.append(f"channels {what}: {escaped(', '.join(channels[what])) or '-'}")
     for name, change in doc["values"].items():
+        shown = escaped(name)
         if name in channels["added"]:
-            lines.append(f"  {name} = {short(change['new'], 120)}")
+            lines.append(f"  {shown} = {short(change['new'], 120)}")
         elif name in channels["removed"]:
-            lines.append(f"  {name} was {short(change['old'], 120)}")
+            lines.append(f"  {shown} was {short(change['old'], 120)}")
         else:
-            lines.append(f"  {name}: {value_change(change['old'], change['new'])}")
+            lines.append(f"  {shown}: {value_change(change['old'], change['new'])}")
     for name, change in doc["messages"].items():
         counts = ", ".join(f"{len(change[k])} {k}" for k in ("added", "removed", "changed"))
-        lines.append(f"messages in {name}: {counts}")
+        lines.append(f"messages in {escaped(name)}: {counts}")
         for k, mark in (("added", "+"), ("removed", "-"), ("changed", "~")):
             lines += [f"  {mark} {message_text(m)}" for m in change[k]]
     return _with_cut_note("\n".join(lines))
@@ -241,19 +266,21 @@ def render_check(doc: dict[str, Any], target: str) -> str:
         + ("not applicable (not a SQLite file)" if integrity is None else "; ".join(integrity)),
         f"entries decoded: {doc['entries']:,}, bad: {len(doc['bad_entries']):,}",
     ]
-    lines += [f"  {b['namespace']!r} {b['key']!r}: {b['error']}" for b in doc["bad_entries"]]
+    lines += [
+        f"  {b['namespace']!r} {b['key']!r}: {escaped(b['error'])}" for b in doc["bad_entries"]
+    ]
     if doc["threads_checked"] is not None:
         bad = doc["bad_checkpoints"]
         lines.append(
             f"LangGraph threads read back: {doc['threads_checked']:,}, "
             f"bad checkpoints: {len(bad):,}"
         )
-        lines += [f"  {b['error']}" for b in bad]
+        lines += [f"  {escaped(b['error'])}" for b in bad]
         other = doc.get("other_serializer_checkpoints") or []
         if other:
             lines.append(
                 f"checkpoints written by another serializer (not read here, not counted "
-                f"as damage): {len(other):,}; {other[0]['error']}"
+                f"as damage): {len(other):,}; {escaped(other[0]['error'])}"
             )
     lines.append(f"{target}: {'ok' if doc['ok'] else 'PROBLEMS FOUND'}")
     return "\n".join(lines)

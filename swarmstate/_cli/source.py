@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from swarmstate._base import BaseStore
+from swarmstate._checks import hide_password
 from swarmstate._errors import StorageError
 
 __all__ = ["READ_WAIT", "InputError", "is_dsn", "open_store", "open_writable", "raw_entries"]
@@ -88,13 +89,18 @@ def _check_schema(conninfo: str, schema: str) -> None:
     import psycopg
     from psycopg import sql
 
+    failed: str | None = None
     try:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT) as conn:
             _read_only(conn)
             meta = sql.SQL("{}.meta").format(sql.Identifier(schema)).as_string(conn)
             row = conn.execute("SELECT to_regclass(%s)", (meta,)).fetchone()
     except psycopg.Error as exc:
-        raise StorageError(f"cannot read from PostgreSQL: {exc}") from exc
+        # libpq may quote the connection string, password and all: our own
+        # message, without it, raised outside the except block (no chain).
+        failed = hide_password(str(exc), conninfo)
+    if failed is not None:
+        raise StorageError(f"cannot read from PostgreSQL: {failed}")
     if row is None or row[0] is None:
         raise StorageError(
             f"no swarmstate store in schema {schema!r} of that database; "

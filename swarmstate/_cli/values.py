@@ -99,7 +99,7 @@ def message_text(row: dict[str, Any], width: int = _TEXT_WIDTH) -> str:
     if not text and row["tool_calls"]:
         names = (c.get("name") if isinstance(c, dict) else c for c in row["tool_calls"])
         text = "tool calls: " + ", ".join(str(n) for n in names)
-    return f"{row['type']}: {abbreviate(text, width)}"
+    return f"{abbreviate(str(row['type']), width)}: {abbreviate(text, width)}"
 
 
 def value_change(old: Any, new: Any, width: int = 60) -> str:

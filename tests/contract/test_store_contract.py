@@ -561,3 +561,19 @@ def test_long_names_keep_their_order_and_prefixes_on_every_backend(store: ss.Bas
     store.restore(snap)
     assert store.items(ns) == [(k, [ns[-1], k[-1]]) for k in sorted(keys)]
     assert store.namespaces(base) == sorted(spaces[:5])
+
+
+def test_prefix_operations_on_a_prefix_ending_just_below_the_surrogates(
+    store: ss.BaseStore,
+) -> None:
+    # The next code point after U+D7FF is a surrogate, which no name may hold:
+    # the prefix's range must end at U+E000, the next character a name can hold.
+    prefix = "p\ud7ff"
+    inside = [prefix, prefix + "a", prefix + "\U0010ffff"]
+    outside = ["p\ud7fe", "p\ue000", "p\uffff"]
+    store.set_many([(ns, "k", ns) for ns in inside + outside])
+    assert store.namespaces(prefix) == sorted(inside)
+    assert store.copy_prefix(prefix, "q") == len(inside)
+    assert store.namespaces("q") == sorted("q" + ns[len(prefix) :] for ns in inside)
+    assert store.delete_prefix(prefix) == len(inside)
+    assert store.namespaces("p") == sorted(outside)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import functools
 import multiprocessing
@@ -354,3 +355,25 @@ def test_retention_in_one_process_while_another_writes_loses_nothing(tmp_path: P
         state = chat_graph(SwarmStateSaver(store)).get_state(cfg("live")).values
         assert len(state["messages"]) == detail == 2 * 35
         assert saver.verify() == []
+
+
+@pytest.mark.parametrize("bare", ["t10", b"t10"], ids=["str", "bytes"])
+def test_prune_refuses_one_bare_id_and_deletes_nothing(make_store: MakeStore, bare: Any) -> None:
+    # A str is a sequence of one-character ids: prune("t10") once deleted
+    # threads "t", "1" and "0" and kept "t10".
+    saver = SwarmStateSaver(make_store())
+    graph = chat_graph(saver)
+    for thread in ["t", "1", "0", "t10"]:
+        talk(graph, thread, 1)
+    before = everything(saver)
+    with pytest.raises(ss.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
+        saver.prune(bare, strategy="delete")
+    with pytest.raises(ss.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
+        asyncio.run(saver.aprune(bare, strategy="delete"))
+    with pytest.raises(
+        ss.InvalidArgumentError, match=r"not one str: pass delete_for_runs\(\[.r1.\]\)"
+    ):
+        saver.delete_for_runs("r1")
+    assert everything(saver) == before
+    saver.prune(["t10"], strategy="delete")
+    assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"t", "1", "0"}

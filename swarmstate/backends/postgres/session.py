@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from swarmstate._checks import hide_password
 from swarmstate._errors import (
     IncompatibleStoreError,
     InvalidArgumentError,
@@ -173,8 +174,15 @@ class Session:
                     continue
                 if self.closed:  # the pool was closed under this call
                     raise self.closed_error() from exc
-                raise self.translate(exc) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+                failure = exc
+                break
+        else:  # pragma: no cover
+            raise AssertionError("unreachable")
+        error = self.translate(failure)
+        if self.hide(str(failure)) != str(failure):
+            # Raised outside the except block: no exception in the chain holds the password.
+            raise error
+        raise error from failure
 
     @contextmanager
     def holding(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
@@ -199,10 +207,14 @@ class Session:
             )
         if isinstance(exc, PoolTimeout):
             return StorageError(
-                f"no PostgreSQL connection available ({exc}); check that the server "
-                "is reachable and the pool is large enough"
+                f"no PostgreSQL connection available ({self.hide(str(exc))}); check that the "
+                "server is reachable and the pool is large enough"
             )
-        return StorageError(f"PostgreSQL operation failed: {exc}")
+        return StorageError(f"PostgreSQL operation failed: {self.hide(str(exc))}")
+
+    def hide(self, text: str) -> str:
+        """``text`` without the password of the conninfo this session was opened with."""
+        return hide_password(text, self._conninfo) if self._conninfo else text
 
     def closed_error(self) -> StoreClosedError:
         return StoreClosedError("this PostgresStore is closed; open a new one")
@@ -369,21 +381,32 @@ def _probe(conninfo: str | None) -> None:
     the cause left in its log lines.
     """
     assert conninfo is not None
+    # libpq's errors may quote the connection string, password and all: each
+    # is raised as our own message with the password hidden, outside the
+    # except block, so that no exception in the chain holds it.
+    refused: str | None = None
     try:
         params = psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
+        refused = _cause(exc, conninfo)
+    if refused is not None:
         raise InvalidArgumentError(
             f"conninfo {safe_conninfo(conninfo)!r} is not a PostgreSQL connection string: "
-            f"{str(exc).strip()} "
-            "(use a postgresql:// URL or libpq key=value text)"
-        ) from None
+            f"{refused} (use a postgresql:// URL or libpq key=value text)"
+        )
     timeout = params.get("connect_timeout") or PROBE_TIMEOUT
     try:
         dsn = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=timeout)
         psycopg.connect(dsn, autocommit=True).close()
     except psycopg.Error as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        cause = " ".join(lines) or type(exc).__name__
+        refused = _cause(exc, conninfo)
+    if refused is not None:
         raise StorageError(
-            f"cannot connect to PostgreSQL with {safe_conninfo(conninfo)!r}: {cause}"
-        ) from None
+            f"cannot connect to PostgreSQL with {safe_conninfo(conninfo)!r}: {refused}"
+        )
+
+
+def _cause(exc: psycopg.Error, conninfo: str) -> str:
+    """libpq's error text on one line, without the password ``conninfo`` holds."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return hide_password(" ".join(lines), conninfo) or type(exc).__name__

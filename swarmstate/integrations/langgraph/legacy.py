@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, NamedTuple
 
+from swarmstate._checks import MAX_VALUE_BYTES
 from swarmstate._errors import DecodeError
 from swarmstate.integrations.langgraph.items import header
 from swarmstate.integrations.langgraph.pack import unpack
@@ -63,6 +64,7 @@ def assemble(refs: tuple[Ref, ...], segments: Mapping[str, tuple[array[int], byt
     """The serializer's bytes of the list ``refs`` describe, from their parsed segments."""
     count = sum(ref.stop - ref.start for ref in refs)
     parts: list[bytes | memoryview] = [header(count)]
+    total = 0
     for ref in refs:
         found = segments.get(ref.key)
         if found is None:
@@ -70,5 +72,12 @@ def assemble(refs: tuple[Ref, ...], segments: Mapping[str, tuple[array[int], byt
         offsets, items = found
         if not 0 <= ref.start <= ref.stop < len(offsets):
             raise DecodeError(f"list segment {ref.key!r} has no items {ref.start}..{ref.stop}")
+        total += offsets[ref.stop] - offsets[ref.start]
         parts.append(memoryview(items)[offsets[ref.start] : offsets[ref.stop]])
+    if total > MAX_VALUE_BYTES:
+        # Refs can name one segment's items many times over: refuse before joining.
+        raise DecodeError(
+            f"a stored list joins to {total} bytes, more than the {MAX_VALUE_BYTES} "
+            "a store holds in one value"
+        )
     return b"".join(parts)

@@ -255,6 +255,11 @@ class ThreadMethods(AsyncMethods):
         The index entries stay (a run still writing may add checkpoints
         there); they go with their thread.
         """
+        if isinstance(run_ids, (str, bytes)):
+            raise InvalidArgumentError(
+                f"run_ids must be a sequence of ids, not one {type(run_ids).__name__}: "
+                f"pass delete_for_runs([{run_ids!r}])"
+            )
         for run_id in run_ids:
             if type(run_id) is not str:
                 raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
@@ -281,6 +286,13 @@ class ThreadMethods(AsyncMethods):
         The ancestors a LangGraph ``DeltaChannel`` rebuilds its value from are
         kept too (see :meth:`retain`).
         """
+        if isinstance(thread_ids, (str, bytes)):
+            # A str is a sequence of one-character ids: prune("t10") would
+            # prune threads "t", "1" and "0".
+            raise InvalidArgumentError(
+                f"thread_ids must be a sequence of ids, not one {type(thread_ids).__name__}: "
+                f"pass prune([{thread_ids!r}])"
+            )
         if strategy not in ("keep_latest", "delete", "delete_all"):
             raise InvalidArgumentError(
                 f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"

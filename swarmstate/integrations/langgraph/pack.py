@@ -12,10 +12,10 @@ forms say which they are, so every earlier row still reads as it was.
 
 from __future__ import annotations
 
-import sys
 import zlib
 from typing import Any, Final
 
+from swarmstate._checks import MAX_VALUE_BYTES
 from swarmstate._codec import dumps
 
 __all__ = ["AT_LEAST", "CHUNK_AT_LEAST", "inflate_envelope", "pack", "pack_envelope", "unpack"]
@@ -37,7 +37,8 @@ puts, hold most of a conversation's bytes and are compressed."""
 def pack(raw: bytes, at_least: int = AT_LEAST) -> bytes | None:
     """``raw`` compressed, or None when it is shorter than ``at_least`` or does not
     compress by an eighth."""
-    if len(raw) < at_least:
+    if not at_least <= len(raw) <= MAX_VALUE_BYTES:
+        # Past the most a store holds in one value no reader would inflate it.
         return None
     packed = zlib.compress(raw, 1)
     return packed if len(packed) <= len(raw) - len(raw) // 8 else None
@@ -47,9 +48,11 @@ def unpack(packed: bytes, size: int) -> bytes | None:
     """The ``size`` bytes ``packed`` holds, or None when it does not hold exactly that.
 
     Never inflates past ``size``, so a damaged row cannot take more memory
-    than the value it stood for.
+    than the value it stood for, and refuses a ``size`` past
+    :data:`~swarmstate._checks.MAX_VALUE_BYTES` (no writer makes one) before
+    inflating anything.
     """
-    if not 1 <= size <= sys.maxsize:
+    if not 1 <= size <= MAX_VALUE_BYTES:
         return None
     try:
         inflate = zlib.decompressobj()

@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from swarmstate._base import BaseStore
+from swarmstate._checks import hide_password
 from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate._memory import Store
@@ -172,9 +173,11 @@ class SwarmStateSaver(ThreadMethods):
         if store is not None and not isinstance(store, BaseStore):
             hint = ""
             if isinstance(store, (str, os.PathLike)):
+                # A PostgreSQL DSN may hold a password: the hint never repeats it.
+                shown = hide_password(str(store), str(store))
                 hint = (
-                    f"; for a file, SwarmStateSaver(DiskStore({str(store)!r})) or "
-                    f"SwarmStateSaver.from_conn_string({str(store)!r}), which opens and closes it"
+                    f"; for a file, SwarmStateSaver(DiskStore({shown!r})) or "
+                    f"SwarmStateSaver.from_conn_string({shown!r}), which opens and closes it"
                 )
             raise InvalidArgumentError(
                 f"store must be a swarmstate store (Store, DiskStore, PostgresStore), "

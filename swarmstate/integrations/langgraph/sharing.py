@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate
 from typing import Final, NamedTuple
 
+from swarmstate._checks import MAX_VALUE_BYTES
+
 __all__ = [
     "MAX_PARTS",
     "MIN_RUN",
@@ -406,15 +408,19 @@ def assemble(parts: Sequence[Part], chunks: Mapping[str, bytes]) -> bytes:
 
     Raises:
         KeyError: A chunk is missing (its key is the error's argument).
-        ValueError: A range lies outside its chunk.
+        ValueError: A range lies outside its chunk, or the parts join to more
+            than :data:`~swarmstate._checks.MAX_VALUE_BYTES` (checked before
+            joining: ranges can name one chunk's bytes many times over).
     """
     pieces: list[bytes | memoryview] = []
+    total = 0
     for part in parts:
         if type(part) is tuple:
             key, start, stop = part
             found = chunks[key]
             if not 0 <= start <= stop <= len(found):
                 raise ValueError(f"chunk {key!r} has no bytes {start}..{stop}")
+            total += stop - start
             if start == 0 and stop == len(found):
                 if len(parts) == 1:
                     return found
@@ -423,5 +429,11 @@ def assemble(parts: Sequence[Part], chunks: Mapping[str, bytes]) -> bytes:
                 pieces.append(memoryview(found)[start:stop])
         else:
             assert type(part) is bytes
+            total += len(part)
             pieces.append(part)
+    if total > MAX_VALUE_BYTES:
+        raise ValueError(
+            f"parts join to {total} bytes, more than the {MAX_VALUE_BYTES} "
+            "a store holds in one value"
+        )
     return b"".join(pieces)

@@ -494,6 +494,12 @@ class Values:
                     kind, fid = form[1], form[2]
                     if type(kind) is not str or type(fid) is not str or type(form[3]) is not list:
                         raise DecodeError(f"a stored value is {form!r}")
+                    if len(form[3]) > S.MAX_PARTS:
+                        # No writer stores more; a planted list must not be walked.
+                        raise DecodeError(
+                            f"a stored value names {len(form[3])} parts, more than the "
+                            f"{S.MAX_PARTS} a writer stores"
+                        )
                     found = versions.get(fid)
                     if found is not None:
                         out[name] = (kind, found.data)
@@ -515,7 +521,7 @@ class Values:
                     apart.append(name)
                 else:
                     raise DecodeError(f"unknown value form {code!r}")
-            except (TypeError, IndexError) as exc:
+            except (TypeError, IndexError, DecodeError) as exc:
                 raise _corrupt(*context, "?", exc) from exc
         if chunk_keys:
             order = list(chunk_keys)
