@@ -170,7 +170,12 @@ class PostgresStore(BaseStore):
         ns = session.found_as(namespace)
         lo = b"" if start is None else enc(start)
         hi = _TOP if stop is None else enc(stop)
-        rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
+        session.ready()
+        if session.version < m.READ_RANGE_SINCE:
+            named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
+            rows = session.fetch("RANGE_BEFORE_V3_" + ("DESC" if reverse else "ASC"), named)
+        else:
+            rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
         if (
             rows
             and max(len(k) for k, _ in rows) > HEAD_BYTES
