@@ -21,6 +21,9 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
 )"""
 
 SETUP_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+# Taken by a call that must not overlap a migration (setup() holds the lock
+# above); shared, so such calls do not wait for each other.
+SETUP_LOCK_SHARED: Final = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
 CREATE_SCHEMA: Final = "CREATE SCHEMA IF NOT EXISTS {schema}"
 APPLIED_VERSION: Final = "SELECT coalesce(max(v), 0) FROM {schema}.migrations"
 RECORD_VERSION: Final = "INSERT INTO {schema}.migrations (v) VALUES (%s)"
