@@ -306,7 +306,8 @@ class Session:
         ``setup()``'s advisory lock shared, so a migration either committed
         before the version is read here or waits for this transaction, and
         ``call`` passes each name as the schema it runs on stores it. The
-        lock and the read go in one round trip; no other call pays for them.
+        transaction, the lock and the read cost a few round trips more; no
+        other call pays for them.
         """
         lock, applied = self._sql["SETUP_LOCK_SHARED"], self._sql["APPLIED_VERSION"]
         key = (f"swarmstate.setup:{self.schema}",)
