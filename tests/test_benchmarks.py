@@ -358,14 +358,51 @@ def _tree(*paths: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-@pytest.mark.slow
-def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninfo: str) -> None:
+def _tiny(seed: int) -> Config:
+    """The quick run's settings with every size cut to the least its sections accept."""
+    cfg = Config.make(8, seed, quick=True, pg_dsn=None)
+    cfg.rounds, cfg.warmup, cfg.per_round, cfg.throughput_rounds = 3, 1, 1, 2
+    cfg.snapshot_sizes, cfg.deepcopy_size = [10, 100], 100
+    # A diff section samples 1,000 entries of each layout.
+    cfg.diff_namespaces, cfg.diff_keys = (100, 200), (1_000, 2_000)
+    cfg.throughput_entries, cfg.thread_counts = 200, [1, 2, 4]
+    cfg.thread_lengths, cfg.mid_thread = [5, 10, 20], 10
+    return cfg
+
+
+def _measured(doc: dict[str, Any]) -> None:
+    """Every claim of a results document has a ratio inside its own spread."""
+    # A call the many-threads section predicts to take longer than its
+    # budget is not made; its claims say so (thread_rounds).
+    unmeasured = [
+        c["label"]
+        for c in doc["claims"]
+        if c["ratio"] is None and "budget per call" not in c.get("note", "")
+    ]
+    assert not unmeasured, unmeasured
+    assert all(c["q1"] <= c["ratio"] <= c["q3"] for c in doc["claims"] if c["ratio"] is not None)
+
+
+def test_a_tiny_run_of_two_sections_measures_every_claim_they_make() -> None:
+    # The benchmark's whole runs are its own command (benchmarks/run.py --quick):
+    # here the machinery only, each section in its own interpreter, on tiny sizes.
+    import run
+
+    doc = run.run(_tiny(7), ["core", "saver"], processes=1)
+    assert doc["sections"] == ["core", "saver"]
+    assert {claim["id"].split(".")[0] for claim in doc["claims"]} >= {"core", "memory", "durable"}
+    _measured(doc)
+    assert len(run.summary(doc)) == len(doc["claims"])
+
+
+def test_a_run_writes_its_file_under_runs_and_changes_nothing_tracked(pg_conninfo: str) -> None:
     watched = (ROOT / "benchmarks", ROOT / "docs", ROOT / "README.md")
     before = _tree(*watched)
+    # The cheapest section at the quick sizes, PostgreSQL included.
     proc = subprocess.run(
-        [sys.executable, "benchmarks/run.py", "--quick", "--iters", "40", "--rounds", "3",
-         "--processes", "1", "--pg-dsn", pg_conninfo],
-        capture_output=True, text=True, check=False, timeout=2400, cwd=ROOT,
+        [sys.executable, "benchmarks/run.py", "--quick", "--sections", "workers",
+         "--iters", "40", "--rounds", "3", "--processes", "1", "--pg-dsn", pg_conninfo],
+        capture_output=True, text=True, check=False, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     written = Path(re.search(r"^wrote (.+\.json)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
@@ -373,19 +410,23 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
         assert written.parent == ROOT / "benchmarks" / "runs"
         assert "runs/" in (ROOT / "benchmarks" / ".gitignore").read_text().split()
         doc = json.loads(written.read_text())
-        # A call the many-threads section predicts to take longer than its
-        # budget is not made; its claims say so (thread_rounds).
-        unmeasured = [
-            c["label"]
-            for c in doc["claims"]
-            if c["ratio"] is None and "budget per call" not in c.get("note", "")
-        ]
-        assert not unmeasured, unmeasured
-        assert all(c["q1"] <= c["ratio"] <= c["q3"] for c in doc["claims"])
+        assert doc["sections"] == ["workers"]
+        assert doc["claims"]
+        _measured(doc)
         assert not (written.parent / "charts").exists(), "charts only when asked"
         assert _tree(*watched) == before
     finally:
         written.unlink()
+
+
+def test_report_check_passes_on_the_repository_and_fails_on_a_stale_doc(tmp_path: Path) -> None:
+    assert report.main(["--check"]) == 0
+    stale = tmp_path / "benchmarks.md"
+    marker = "<!-- results:begin -->"
+    text = (ROOT / "docs" / "benchmarks.md").read_text().replace(marker, f"{marker}\nold row", 1)
+    stale.write_text(text)
+    assert report.main(["--check", "--doc", str(stale)]) == 1
+    assert stale.read_text() == text, "--check writes nothing"
 
 
 def test_pooled_rows_keep_every_round_paired_and_take_medians_of_figures() -> None:

@@ -262,6 +262,40 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
     assert snap.get("ns", "a") == 1
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_ordered_reads_and_a_graph_work_on_a_schema_before_version_3(
+    pg_conninfo: str, pg_store_factory: Any, version: int
+) -> None:
+    # read_range, which serves ordered reads from version 3 on, is not there
+    # yet: items(), keys() and the checkpointer's reads use plain statements.
+    from langgraph.graph import START, StateGraph
+
+    from swarmstate.integrations.langgraph import SwarmStateSaver
+
+    schema = f"ranges_at_version_{version}"
+    create_schema_at_version(pg_conninfo, schema, version)
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
+        old.set_many([("ns", "b", 2), ("ns", "a", 1), ("ns", "c", 3), ("other", "x", 0)])
+        assert old.items("ns") == [("a", 1), ("b", 2), ("c", 3)]
+        assert old.keys("ns", start="b") == ["b", "c"]
+        assert old.keys("ns", reverse=True, limit=2) == ["c", "b"]
+        assert old.items("ns", stop="b", raw=True) == [("a", ss.dumps(1))]
+
+        builder = StateGraph(dict)
+        builder.add_node("double", lambda state: {"n": state["n"] * 2})
+        builder.add_edge(START, "double")
+        graph = builder.compile(checkpointer=SwarmStateSaver(old))
+        config: Any = {"configurable": {"thread_id": "t"}}
+        assert graph.invoke({"n": 21}, config) == {"n": 42}
+        assert graph.get_state(config).values == {"n": 42}
+        assert len(list(graph.get_state_history(config))) == 3
+        assert graph.invoke({"n": 2}, config) == {"n": 4}
+        # Another process migrates; this handle keeps reading the same answers.
+        pg_store_factory(schema=schema)
+        assert old.items("ns") == [("a", 1), ("b", 2), ("c", 3)]
+        assert graph.get_state(config).values == {"n": 4}
+
+
 def test_large_values_are_compressed_with_lz4_where_the_server_has_it(
     pg_conninfo: str, pg_store_factory: Any
 ) -> None:

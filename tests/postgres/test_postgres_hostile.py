@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from copies import check_a_copy_refuses_the_originals_later_snapshots
 from pgserver import create_schema_at_version, find_bindir
 from psycopg import sql
 
+import swarmstate as ss
 from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
@@ -168,3 +171,99 @@ def test_a_handle_on_an_older_schema_follows_a_migration_run_elsewhere(
         assert later.diff(before)["added"] == sorted([("ns", "c"), ("ns", long)])
         old.restore(before)
         assert migrated.items("ns") == sorted([("a", 1), ("b", 2), (medium, 0)])
+
+
+def _live_rows(conninfo: str, schema: str) -> int:
+    query = sql.SQL("SELECT count(*) FROM {}.entries WHERE deleted_v IS NULL").format(
+        sql.Identifier(schema)
+    )
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(query).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_handle_on_version_5_passes_long_names_as_a_migration_elsewhere_stored_them(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    # Right after another process's setup() moved names over 1,024 bytes to
+    # their index form (well inside the 30 s before this handle reads the
+    # version again), every read and write of such a name is still right.
+    schema = "long_names_at_version_5"
+    create_schema_at_version(pg_conninfo, schema, 5)
+    medium, other = _text(8, 500), _text(9, 350)  # 1,500 and 1,050 bytes: fine at version 5
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
+        old.set_many([("ns", "a", 1), ("ns", medium, 0), (medium, "k", 0), (medium, other, 1)])
+        before = old.snapshot()
+        migrated = pg_store_factory(schema=schema)  # setup(): the schema in force
+        assert old.get("ns", medium) == 0
+        assert old.get_many([("ns", medium), (medium, other)]) == [0, 1]
+        assert old.count(medium) == 2
+        assert old.items(medium) == sorted([("k", 0), (other, 1)])
+        assert old.keys("ns") == sorted(["a", medium])
+        assert old.namespaces() == sorted(["ns", medium])
+        assert before.get("ns", medium) == 0
+        assert before.keys == sorted([("ns", "a"), ("ns", medium), (medium, "k"), (medium, other)])
+        old.set("ns", medium, 5)
+        old.set_many([(medium, "k", 6)], ensure=[(medium, "e", 7)])
+        old.set_many([("ns", other, 8)], require=[("ns", medium, ss.PRESENT)])
+        assert old.delete(medium, other)
+        after = old.snapshot()
+        assert after.diff(before) == {
+            "added": sorted([("ns", other), (medium, "e")]),
+            "removed": [(medium, other)],
+            "changed": sorted([("ns", medium), (medium, "k")]),
+        }
+        # What an up-to-date handle reads, with one live row per key: no
+        # duplicate it would not see.
+        assert migrated.get_many([("ns", medium), ("ns", other), (medium, other)]) == [5, 8, None]
+        assert migrated.items(medium) == sorted([("e", 7), ("k", 6)])
+        assert len(migrated) == len(old) == 5
+        assert _live_rows(pg_conninfo, schema) == 5
+
+
+def test_a_long_name_written_during_a_migration_waits_for_it_and_is_stored_as_it_left_them(
+    pg_conninfo: str, pg_store_factory: Any
+) -> None:
+    schema = "migrating_from_version_5"
+    create_schema_at_version(pg_conninfo, schema, 5)
+    medium = _text(10, 500)
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            old.set("ns", medium, 1)
+        except BaseException as exc:  # reported by the test's thread below
+            errors.append(exc)
+
+    with (
+        PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old,
+        PostgresStore.from_conn_string(pg_conninfo, schema=schema) as migrating,
+    ):
+        old.set("ns", medium, 0)
+        with psycopg.connect(pg_conninfo) as conn:  # not autocommit: a transaction is open
+            conn.execute("SELECT 1")
+            migrating.setup(conn)  # migrated, not yet committed
+            writer = threading.Thread(target=write)
+            writer.start()
+            _wait_for_a_lock_wait(pg_conninfo)  # the write waits for the migration
+            conn.commit()
+        writer.join(timeout=60)
+        assert not writer.is_alive()
+        assert not errors, errors
+        migrated = pg_store_factory(schema=schema)
+        assert migrated.get("ns", medium) == 1
+        assert old.get("ns", medium) == 1
+        assert _live_rows(pg_conninfo, schema) == 1
+
+
+def _wait_for_a_lock_wait(conninfo: str) -> None:
+    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    deadline = time.monotonic() + 30
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(query).fetchone()
+            if row is not None and row[0] > 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError("no session waited for a lock within 30 s")

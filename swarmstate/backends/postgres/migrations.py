@@ -39,9 +39,18 @@ from typing import Final
 
 from swarmstate.backends.postgres.schema import VALUES_LZ4
 
-__all__ = ["DROPPED", "PUT_ENSURE_SINCE", "REQUIRE_SINCE", "TABLE_STEPS", "TOKENS_SINCE"]
+__all__ = [
+    "DROPPED",
+    "PUT_ENSURE_SINCE",
+    "READ_RANGE_SINCE",
+    "REQUIRE_SINCE",
+    "TABLE_STEPS",
+    "TOKENS_SINCE",
+]
 
 # The versions from which the store uses what a migration added.
+READ_RANGE_SINCE: Final = 3
+"""``read_range``: ordered ranges (keys, items) as a function."""
 PUT_ENSURE_SINCE: Final = 5
 """``put_ensure``: ``set_many(ensure=...)`` in one statement."""
 TOKENS_SINCE: Final = 6

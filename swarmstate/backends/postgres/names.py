@@ -8,13 +8,14 @@ is looked up in its index form and written with its long form beside it
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from swarmstate._checks import Row
 from swarmstate.backends.postgres.schema import HEAD_BYTES
 
 __all__ = [
     "Arrays",
+    "any_long",
     "dec",
     "enc",
     "has_long_names",
@@ -60,6 +61,21 @@ def put_many_params(rows: Sequence[Row], if_absent: bool) -> Arrays | None:
     if not encoded:
         return None
     return [ns for ns, _ in encoded], [key for _, key in encoded], list(encoded.values()), if_absent
+
+
+def any_long(names: Iterable[str | bytes | None]) -> bool:
+    """Whether one of ``names`` (or of their UTF-8 bytes) is longer than its index form keeps."""
+    for name in names:
+        if name is None:
+            continue
+        if type(name) is str:
+            # Four bytes at most per character: most names need no encoding here.
+            if len(name) * 4 <= HEAD_BYTES:
+                continue
+            name = enc(name)
+        if len(name) > HEAD_BYTES:
+            return True
+    return False
 
 
 def has_long_names(*batches: Arrays | None) -> bool:

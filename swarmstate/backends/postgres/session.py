@@ -7,8 +7,11 @@ goes through one :class:`Session`: it borrows a connection for each call
 retry removes, translates the driver's errors into swarmstate's, and knows
 the schema's uid and migration version, which decide the statements used
 (a schema set up by an older swarmstate keeps working until ``setup()``
-migrates it). Nothing else is cached per process: every process on any
-machine that opens the same schema sees the same store.
+migrates it). The invariant: a name is passed as the schema stores it when
+the statement runs; the one encoding a migration changed (long names,
+version 6) is settled per call where it matters (:meth:`Session.settled`).
+Nothing else is cached per process: every process on any machine that opens
+the same schema sees the same store.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ class Session:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._held = threading.local()  # the connection of a transaction in progress
+        self._fixed = threading.local()  # inside at_fixed_version
         self._uid: str | None = None
         self._recheck_at = 0.0  # when to read a version below this code's again
         self._ident = sql.Identifier(schema)
@@ -187,11 +191,12 @@ class Session:
     @contextmanager
     def holding(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
         """Within the block, this thread's calls run on ``conn`` (inside its transaction)."""
+        outer = getattr(self._held, "conn", None)
         self._held.conn = conn
         try:
             yield
         finally:
-            self._held.conn = None
+            self._held.conn = outer
 
     def translate(self, exc: psycopg.Error) -> Exception:
         """The swarmstate error for a failed call of an open store."""
@@ -284,12 +289,57 @@ class Session:
                 "or written by something else"
             )
         uid, version = rows[0]
+        self._moved_to(version)
+        self._recheck_at = time.monotonic() + _RECHECK_SECONDS
+        self._uid = uid
+
+    def _moved_to(self, version: int | None) -> None:
+        """Take ``version`` as the schema's, and the statements it has."""
         _check_version(self.schema, version)
         self.version = int(version or 0)
         if self.version >= m.TOKENS_SINCE:
             self._sql.update(self._sql_v6)
-        self._recheck_at = time.monotonic() + _RECHECK_SECONDS
-        self._uid = uid
+
+    def settled(self) -> bool:
+        """Whether a name longer than HEAD_BYTES is passed as the schema stores it.
+
+        True from version 6 on (a schema never goes back), and inside
+        :meth:`at_fixed_version`; before version 6, as last read, another
+        process's ``setup()`` may have moved long names to their index form
+        since.
+        """
+        return self.version >= m.TOKENS_SINCE or getattr(self._fixed, "on", False)
+
+    def at_fixed_version(self, call: Callable[[], T]) -> T:
+        """``call()`` in one transaction no migration overlaps, the schema's version read first.
+
+        For a call that passes or reads back a name longer than
+        :data:`~.schema.HEAD_BYTES` while :meth:`settled` is False: it holds
+        ``setup()``'s advisory lock shared, so a migration either committed
+        before the version is read here or waits for this transaction, and
+        ``call`` passes each name as the schema it runs on stores it. The
+        transaction, the lock and the read cost a few round trips more; no
+        other call pays for them.
+        """
+        lock, applied = self._sql["SETUP_LOCK_SHARED"], self._sql["APPLIED_VERSION"]
+        key = (f"swarmstate.setup:{self.schema}",)
+
+        def work(conn: psycopg.Connection[Any]) -> T:
+            with conn.transaction():
+                with conn.pipeline():
+                    conn.cursor().execute(lock, key)
+                    cur = conn.cursor(row_factory=tuple_row)
+                    cur.execute(applied)
+                row = cur.fetchone()
+                self._moved_to(row[0] if row else None)
+                outer, self._fixed.on = getattr(self._fixed, "on", False), True
+                try:
+                    with self.holding(conn):
+                        return call()
+                finally:
+                    self._fixed.on = outer
+
+        return self.run(work)
 
     @property
     def uid(self) -> str:
@@ -308,7 +358,7 @@ class Session:
         if len(data) <= HEAD_BYTES:
             return data
         self.ready()
-        # Before version 6 a long name is looked up as it is (and never found).
+        # Before version 6 a long name is stored as it is.
         return index_form(data) if self.version >= m.TOKENS_SINCE else data
 
     def setup(self, conn: psycopg.Connection[Any] | None = None) -> None:

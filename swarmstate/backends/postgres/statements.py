@@ -2,7 +2,8 @@
 
 Statements use ``{schema}`` for the schema identifier (quoted by
 ``psycopg.sql.Identifier``) and psycopg placeholders for every value. The
-module-level statements suit every schema version; :data:`SINCE_V6` holds
+module-level statements suit every schema version, but ``READ_RANGE`` needs
+version 3 (before it, ``RANGE_BEFORE_V3_*``); :data:`SINCE_V6` holds
 the ones that replace them (or are new) from version 6 on: names longer than
 the index holds, snapshot tokens. From version 6, names are passed to every
 lookup in their index form and to every range or prefix as they are, and
@@ -20,6 +21,9 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
 )"""
 
 SETUP_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+# Taken by a call that must not overlap a migration (setup() holds the lock
+# above); shared, so such calls do not wait for each other.
+SETUP_LOCK_SHARED: Final = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
 CREATE_SCHEMA: Final = "CREATE SCHEMA IF NOT EXISTS {schema}"
 APPLIED_VERSION: Final = "SELECT coalesce(max(v), 0) FROM {schema}.migrations"
 RECORD_VERSION: Final = "INSERT INTO {schema}.migrations (v) VALUES (%s)"
@@ -48,6 +52,17 @@ CROSS JOIN LATERAL (
 # Positional (ns, start, stop, limit, descending, with values): see read_range.
 READ_RANGE: Final = """
 SELECT r_key, r_value FROM {schema}.read_range(%b, %b, %b, %s::bigint, %s, %s)"""
+
+# Before version 3 (no read_range): the same ranges as plain statements.
+RANGE_BEFORE_V3_ASC: Final = """
+SELECT key, CASE WHEN %(values)s THEN value END FROM {schema}.entries
+WHERE ns = %(ns)b AND deleted_v IS NULL AND key >= %(start)b AND key < %(stop)b
+ORDER BY key ASC LIMIT %(limit)s::bigint"""
+
+RANGE_BEFORE_V3_DESC: Final = """
+SELECT key, CASE WHEN %(values)s THEN value END FROM {schema}.entries
+WHERE ns = %(ns)b AND deleted_v IS NULL AND key >= %(start)b AND key < %(stop)b
+ORDER BY key DESC LIMIT %(limit)s::bigint"""
 
 # A loose index scan: one index probe per namespace, not one row per entry.
 NAMESPACES: Final = """

@@ -46,7 +46,7 @@ from swarmstate.backends.postgres import migrations as m
 from swarmstate.backends.postgres import reclaim as reclaiming
 from swarmstate.backends.postgres import snapshots, writes
 from swarmstate.backends.postgres.driver import ConnectionPool, psycopg
-from swarmstate.backends.postgres.names import dec, enc
+from swarmstate.backends.postgres.names import any_long, dec, enc
 from swarmstate.backends.postgres.schema import HEAD_BYTES
 from swarmstate.backends.postgres.session import Session
 
@@ -138,12 +138,23 @@ class PostgresStore(BaseStore):
 
     # -- reads -----------------------------------------------------------
 
+    # Every call that passes or reads back a name longer than HEAD_BYTES
+    # first asks whether the handle knows how the schema stores it (from
+    # version 6 on it does); if not, it runs again at a version fixed for
+    # the call (Session.at_fixed_version): another process's setup() may
+    # have moved long names to their index form since this handle looked.
+
     def _read(self, pair: Pair) -> bytes | None:
-        found_as = self._session.found_as
-        rows = self._session.fetch("GET", (found_as(pair[0]), found_as(pair[1])))
+        session = self._session
+        if not session.settled() and any_long(pair):
+            return session.at_fixed_version(lambda: self._read(pair))
+        found_as = session.found_as
+        rows = session.fetch("GET", (found_as(pair[0]), found_as(pair[1])))
         return rows[0][0] if rows else None
 
     def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
+        if not self._session.settled() and any_long(name for pair in pairs for name in pair):
+            return self._session.at_fixed_version(lambda: self._read_many(pairs))
         found_as = self._session.found_as
         rows = self._session.fetch(
             "GET_MANY",
@@ -167,10 +178,23 @@ class PostgresStore(BaseStore):
         if limit == 0:
             return []
         session = self._session
+        if not session.settled() and any_long((namespace, start, stop)):
+            return session.at_fixed_version(
+                lambda: self._range(values, namespace, start, stop, reverse, limit)
+            )
         ns = session.found_as(namespace)
         lo = b"" if start is None else enc(start)
         hi = _TOP if stop is None else enc(stop)
-        rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
+        session.ready()
+        if session.version < m.READ_RANGE_SINCE:
+            named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
+            rows = session.fetch("RANGE_BEFORE_V3_" + ("DESC" if reverse else "ASC"), named)
+        else:
+            rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
+        if not session.settled() and any_long(k for k, _ in rows):
+            return session.at_fixed_version(
+                lambda: self._range(values, namespace, start, stop, reverse, limit)
+            )
         if (
             rows
             and max(len(k) for k, _ in rows) > HEAD_BYTES
@@ -197,12 +221,18 @@ class PostgresStore(BaseStore):
         return [(dec(k), loads(v)) for k, v in rows]
 
     def _namespaces(self, prefix: str) -> list[str]:
+        session = self._session
         lo = enc(prefix)
-        rows = self._session.fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
+        rows = session.fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
+        if not session.settled() and any_long([lo, *(ns for (ns,) in rows)]):
+            return session.at_fixed_version(lambda: self._namespaces(prefix))
         return [dec(ns) for (ns,) in rows]
 
     def _count(self, namespace: str) -> int:
-        return int(self._session.scalar("COUNT", {"ns": self._session.found_as(namespace)}))
+        session = self._session
+        if not session.settled() and any_long((namespace,)):
+            return session.at_fixed_version(lambda: self._count(namespace))
+        return int(session.scalar("COUNT", {"ns": session.found_as(namespace)}))
 
     def __len__(self) -> int:
         return int(self._session.scalar("LENGTH", ()))
@@ -217,14 +247,24 @@ class PostgresStore(BaseStore):
         self._session.fetch("PUT_ONE", (ns, key, data))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        return writes.put_many(self._session, rows, if_absent, ensure)
+        session = self._session
+        if not session.settled() and any_long(_names(rows, ensure)):
+            return session.at_fixed_version(lambda: self._put_many(rows, if_absent, ensure))
+        return writes.put_many(session, rows, if_absent, ensure)
 
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        return writes.put_required(self._session, rows, if_absent, ensure, require)
+        session = self._session
+        if not session.settled() and any_long(_names(rows, ensure, require)):
+            return session.at_fixed_version(
+                lambda: self._put_required(rows, if_absent, ensure, require)
+            )
+        return writes.put_required(session, rows, if_absent, ensure, require)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
+        if not self._session.settled() and any_long(name for pair in pairs for name in pair):
+            return self._session.at_fixed_version(lambda: self._delete_many(pairs))
         found_as = self._session.found_as
         unique = dict.fromkeys((found_as(ns), found_as(k)) for ns, k in pairs)
         params = {"ns": [ns for ns, _ in unique], "key": [k for _, k in unique]}
@@ -255,6 +295,11 @@ class PostgresStore(BaseStore):
 
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_own(snapshot)
+        session = self._session
+        if not session.settled() and any_long((namespace, key)):
+            return session.at_fixed_version(
+                lambda: snapshots.get(session, self, snapshot, namespace, key, default)
+            )
         return snapshots.get(self._session, self, snapshot, namespace, key, default)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
@@ -286,3 +331,11 @@ class PostgresStore(BaseStore):
     def __repr__(self) -> str:
         state = "closed" if self._session.closed else "open"
         return f"PostgresStore({self._session.describe()!r}, schema={self.schema!r}, {state})"
+
+
+def _names(*batches: list[Row] | list[Requirement]) -> Iterator[str]:
+    """The namespaces and keys of a write's batches."""
+    for batch in batches:
+        for (ns, key), _ in batch:
+            yield ns
+            yield key
