@@ -217,6 +217,10 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
                     deleted = True
             if deleted:
                 sweep(store, serde, thread_id)
+                # The thread's catalog entries say what it holds now: an emptied
+                # thread is no longer counted, and one whose newest run went ranks
+                # by the checkpoint it has left.
+                catalog.settle(store, thread_id)
 
 
 def delete_pairs(store: BaseStore, pairs: list[tuple[str, str]]) -> None:
