@@ -3,9 +3,9 @@
 Each test runs a real graph (plain Python nodes) and compares with LangGraph's
 reference ``InMemorySaver`` where one applies: forks made by ``__copy__``, a
 store restored under a live saver, retention in another process while a run
-is in flight, a thread deleted during a run with ``durability="async"``, a
-claim renewed by the run holding it, reads racing retention, and retention
-bounds that overflow ``datetime``.
+is in flight, a thread deleted during a run (its first one included) with
+``durability="async"``, a claim renewed by the run holding it, reads racing
+retention, and retention bounds that overflow ``datetime``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -330,6 +332,97 @@ def test_a_thread_deleted_during_a_run_stays_deleted(
         "reply",
         "reply",
     ]
+
+
+def _deletes_then_subgraph(saver: Any, other: SwarmStateSaver) -> Any:
+    """``delete`` removes the thread through ``other``; then a compiled subgraph runs."""
+
+    def delete(state: Outer, config: RunnableConfig) -> dict[str, Any]:
+        other.delete_thread(config["configurable"]["thread_id"])
+        return {"messages": [AIMessage(content="deleted", id="deleted")]}
+
+    def reply(state: Outer) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="reply", id=f"reply{len(state['messages'])}")]}
+
+    inner = StateGraph(Outer)
+    inner.add_node("think", reply)
+    inner.add_node("reply", reply)
+    inner.add_edge(START, "think")
+    inner.add_edge("think", "reply")
+    inner.add_edge("reply", END)
+    outer = StateGraph(Outer)
+    outer.add_node("delete", delete)
+    outer.add_node("agent", inner.compile())
+    outer.add_edge(START, "delete")
+    outer.add_edge("delete", "agent")
+    outer.add_edge("agent", END)
+    return outer.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("backend", ["disk", "postgres"])
+def test_a_thread_deleted_by_another_handle_during_its_first_run_stays_deleted(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The run's first checkpoints were made before the deletion and, with the
+    # default durability ("async"), their puts are still in flight when it
+    # lands; the subgraph's checkpoints run under one the run never stores.
+    if backend == "disk":
+        from swarmstate.backends.disk import DiskStore
+
+        store: ss.BaseStore = DiskStore(tmp_path / "first.db")
+        elsewhere: ss.BaseStore = DiskStore(tmp_path / "first.db")
+        reader: ss.BaseStore = DiskStore(tmp_path / "first.db")
+    else:
+        make = request.getfixturevalue("pg_store_factory")
+        store = make()
+        elsewhere = make(schema=store.schema)  # type: ignore[attr-defined]
+        reader = make(schema=store.schema)  # type: ignore[attr-defined]
+    saver = SwarmStateSaver(store)
+    graph = _deletes_then_subgraph(saver, SwarmStateSaver(elsewhere))
+    threads = [f"first{n}" for n in range(4)]
+    for thread in threads:
+        with pytest.raises(ss.ThreadDeletedError):
+            graph.invoke({"messages": [HumanMessage(content="hi", id="h0")]}, cfg(thread))
+    # Nothing of the threads is readable or listed, through a handle of its own.
+    fresh = SwarmStateSaver(reader)
+    for thread in threads:
+        assert fresh.get_tuple(cfg(thread)) is None, thread
+        assert list(fresh.list(cfg(thread))) == [], thread
+        assert reader.namespaces(f"langgraph:t{len(thread)}:{thread},") == [], thread
+    assert fresh.list_threads() == []
+    assert fresh.thread_count() == 0
+    assert fresh.recent_threads() == []
+    # A new run under the same id, whose subgraph saves before the checkpoint it
+    # runs under is stored, goes on and keeps everything.
+    gate, inside = threading.Event(), threading.Event()
+    gate.set()
+    again = _with_subgraph(saver, gate, inside)
+    again.invoke({"messages": [HumanMessage(content="new", id="n0")]}, cfg(threads[0]))
+    expected = ["new", "thought", "reply", "reply"]
+    assert [m.content for m in again.get_state(cfg(threads[0])).values["messages"]] == expected
+    namespaces = {c.config["configurable"]["checkpoint_ns"] for c in fresh.list(cfg(threads[0]))}
+    assert len(namespaces) == 2  # the graph's and its subgraph's
+    assert fresh.list_threads() == [threads[0]]
+
+
+def test_a_checkpoint_made_before_its_threads_deletion_is_refused_without_a_parent(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    config = cfg("late", checkpoint_ns="")
+    root, child = empty_checkpoint(), empty_checkpoint()  # made now: before the deletion
+    saver.delete_thread("late")
+    with pytest.raises(ss.ThreadDeletedError):
+        saver.put(config, root, {"source": "input", "step": -1}, {})
+    assert saver.get_tuple(config) is None
+    assert saver.list_threads() == []
+    # A checkpoint made after the deletion starts the thread afresh.
+    made = saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    assert saver.list_threads() == ["late"]
+    with pytest.raises(ss.ThreadDeletedError):
+        saver.put(made, child, {"source": "loop", "step": 0}, {})
+    kept = [c.checkpoint["id"] for c in saver.list(config)]
+    assert kept == [made["configurable"]["checkpoint_id"]]
 
 
 # -- 5. a claim renewed by the run that holds it --------------------------------------

@@ -18,7 +18,10 @@ ensures the thread's registry entry and its activity entry for the period
 (a lookup each, once they exist; only when a namespace starts or the period
 moved on since the parent). Deleting checkpoints deletes their index
 entries; deleting a thread deletes its registry and activity entries (it
-keeps a record of its periods for that).
+keeps a record of its periods for that). The invariant: a thread with
+checkpoints has its registry entry and the activity entry of its newest
+checkpoint's period, and none newer; a rare call that deletes some of a
+thread's checkpoints (``delete_for_runs``) restores it (:func:`settle`).
 
 Stores written before these indexes existed are indexed once, by the first
 put of a saver on them (:func:`ensure_indexed`): one pass over the threads.
@@ -42,7 +45,10 @@ __all__ = [
     "index_entry",
     "indexed",
     "latest",
+    "made_period",
+    "newest_period",
     "period_of",
+    "settle",
     "start_indexing",
     "thread_count",
     "threads_by_activity",
@@ -67,8 +73,9 @@ def period_of(checkpoint_id: str) -> str:
     no parsing (a put compares its id's with its parent's). Other ids get the
     period of the moment they are written.
     """
-    if len(checkpoint_id) == 36 and checkpoint_id[14] == "6" and checkpoint_id[8] == "-":
-        return checkpoint_id[:8].lower()
+    made = made_period(checkpoint_id)
+    if made is not None:
+        return made
     ticks = int(time.time() * 1e7) + _GREGORIAN_TO_UNIX
     return f"{(ticks >> 28) & 0xFFFFFFFF:08x}"
 
@@ -220,6 +227,48 @@ def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
             if newest is None or checkpoint_id > newest:
                 newest = checkpoint_id
     return newest
+
+
+def newest_period(store: BaseStore, thread_id: str) -> str | None:
+    """The newest activity period a thread records, or None."""
+    found = store.keys(K.periods(thread_id), reverse=True, limit=1)
+    return found[0] if found else None
+
+
+def made_period(checkpoint_id: str) -> str | None:
+    """The period a LangGraph (UUIDv6) checkpoint id was made in; None for other ids."""
+    if len(checkpoint_id) == 36 and checkpoint_id[14] == "6" and checkpoint_id[8] == "-":
+        return checkpoint_id[:8].lower()
+    return None
+
+
+def settle(store: BaseStore, thread_id: str) -> None:
+    """Make a thread's registry and activity entries say what it holds, after some of its
+    checkpoints were deleted (not the whole thread: :func:`forget_thread` is for that).
+
+    A thread left with no checkpoint leaves the registry and the activity
+    index; one whose newest checkpoint went ranks by the newest it has left
+    (when LangGraph made its id: the period of another id is not known, and
+    its entries stay). A put landing meanwhile is seen by the look taken
+    after the deletions, and its entries are ensured again.
+    """
+    for _ in range(8):
+        newest = newest_checkpoint(store, thread_id)
+        period = None if newest is None else made_period(newest)
+        if newest is not None and period is None:
+            return
+        recorded = store.keys(K.periods(thread_id))
+        doomed = [p for p in recorded if period is None or p > period]
+        pairs = [(K.ACTIVITY, K.activity_key(p, thread_id)) for p in doomed]
+        pairs += [(K.periods(thread_id), p) for p in doomed]
+        if newest is None:
+            pairs.append((K.REGISTRY, K.field(thread_id)))
+        for start in range(0, len(pairs), _PAGE):
+            store.delete_many(pairs[start : start + _PAGE])
+        if period is not None:
+            store.set_many([], ensure=activity_entries(thread_id, period), raw=True)
+        if newest_checkpoint(store, thread_id) == newest:
+            return
 
 
 def thread_count(store: BaseStore) -> int:

@@ -15,15 +15,18 @@ outside the thread's own namespaces (so deleting the thread keeps it):
     carry the claim's token in ``config["configurable"]["fence"]``; a token
     older than the newest claim is refused for good, live or not, so a
     worker whose claim was taken over can never write again;
-  - *tombstone*: after ``delete_thread``, a write that names a checkpoint
-    made before the deletion (its parent, or the checkpoint of its pending
-    writes; LangGraph's ids carry the time they were made) adds the
-    condition "that checkpoint exists": a run that was still going when its
-    thread was deleted finds its parent gone and is refused, while a new run
-    under the same id (a ``put`` with no parent, then checkpoints made after
-    the deletion) starts the thread afresh and goes on. (Pending writes may
-    reach the store before their checkpoint does when the runtime saves in
-    the background, hence the time of the id and not only its presence.)
+  - *tombstone*: after ``delete_thread``, a put of a checkpoint made before
+    the deletion (LangGraph's ids carry the time they were made) is refused,
+    with or without a parent, and a write that names a checkpoint made
+    before the deletion (its parent, or the checkpoint of its pending
+    writes) adds the condition "that checkpoint exists": a run that was
+    still going when its thread was deleted is refused, while a new run
+    under the same id (checkpoints made after the deletion) starts the
+    thread afresh and goes on. (Pending writes may reach the store before
+    their checkpoint does when the runtime saves in the background, hence
+    the time of the id and not only its presence.) What a refused run's
+    subgraphs saved meanwhile is taken out by the saver that was refused
+    (:class:`Refusals`).
 
 Claims compare ``until`` with this machine's clock: keep clocks in sync (a
 claim's ttl should be much longer than their skew).
@@ -49,7 +52,7 @@ from swarmstate._errors import (
 from swarmstate.integrations.langgraph import keys as K
 from swarmstate.integrations.langgraph.values import LenderGone
 
-__all__ = ["GUARDS", "Guards", "fence_of"]
+__all__ = ["GUARDS", "Guards", "Refusals", "fence_of"]
 
 GUARDS = K.ROOT + "g"
 """The namespace of the guards, keyed by ``F(thread_id)``."""
@@ -122,6 +125,7 @@ class Guards:
         raw: bool = False,
         if_absent: bool = False,
         lenders: Iterable[tuple[str, str]] = (),
+        made: str | None = None,
     ) -> None:
         """``store.set_many(items, ...)`` with the conditions the thread's guard asks for.
 
@@ -130,12 +134,13 @@ class Guards:
         checkpoints of the enclosing namespaces a subgraph runs under
         (``checkpoint_map``). ``lenders`` are entries ``(namespace, key)``
         whose chunks the written forms reference: they must exist when the
-        write lands.
+        write lands. ``made``: the id of the checkpoint a put writes.
 
         Raises:
             LenderGone: A lender was deleted meanwhile (and the thread was not).
-            ThreadDeletedError: The thread was deleted, and a checkpoint the
-                write builds on was made before that and is gone.
+            ThreadDeletedError: The thread was deleted, and the checkpoint a
+                put writes was made before that, or a checkpoint the write
+                builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
         """
         key = K.field(thread_id)
@@ -152,7 +157,9 @@ class Guards:
                 return
             except ConflictError:
                 pass  # the thread has a guard (or just got one), or a lender is gone
-        self._write_guarded(thread_id, key, fence, built_on, items, ensure, raw, if_absent, lent)
+        self._write_guarded(
+            thread_id, key, fence, built_on, items, ensure, raw, if_absent, lent, made
+        )
 
     def _write_guarded(
         self,
@@ -165,6 +172,7 @@ class Guards:
         raw: bool,
         if_absent: bool,
         lent: list[tuple[str, str, Any]],
+        made: str | None,
     ) -> None:
         """:meth:`write` once a condition failed: read the guard, decide, write."""
         set_many = self.store.set_many
@@ -182,9 +190,18 @@ class Guards:
                 require = [(GUARDS, key, stored)]
                 deleted = guard.get("deleted")
                 if deleted is not None:
+                    written_at = made_at(made) if made is not None else None
+                    if written_at is not None and written_at <= float(deleted):
+                        # Made before the deletion, by the run it ended, whose put was
+                        # still in flight: with or without a parent, not a new run.
+                        raise ThreadDeletedError(
+                            f"thread {thread_id!r} was deleted after checkpoint {made!r} "
+                            "was made: the run that made it cannot go on; start a new run "
+                            "(without a checkpoint_id) to reuse the thread id"
+                        )
                     for namespace, checkpoint_id in built_on:
-                        made = made_at(checkpoint_id)
-                        if made is None or made <= float(deleted):
+                        built_at = made_at(checkpoint_id)
+                        if built_at is None or built_at <= float(deleted):
                             tombstone.append((namespace, K.checkpoint_key(checkpoint_id), PRESENT))
             try:
                 set_many(
@@ -217,8 +234,13 @@ class Guards:
 
     def deleted(self, thread_id: str) -> bool:
         """Whether the thread was ever deleted (it has a tombstone)."""
+        return self.deleted_at(thread_id) is not None
+
+    def deleted_at(self, thread_id: str) -> float | None:
+        """When the thread was last deleted (epoch seconds), or None."""
         stored, guard = self._read(thread_id)
-        return stored is not None and guard.get("deleted") is not None
+        deleted = guard.get("deleted") if stored is not None else None
+        return float(deleted) if deleted is not None else None
 
     def _admit(self, thread_id: str, guard: dict[str, Any], fence: int | None) -> None:
         """Raise :class:`FencedError` unless a write with ``fence`` may go ahead."""
@@ -314,3 +336,102 @@ class Guards:
             return guard
 
         self._swap(thread_id, change)
+
+
+class Refusals:
+    """What one saver learned from the tombstones that refused its writes.
+
+    A graph saves in the background (LangGraph's default durability), each
+    graph and subgraph in its own order: when a node deletes its thread, the
+    run's puts still in flight are refused, and once one is, the enclosing
+    graph's later puts never come (each waits for the one before). A
+    subgraph's checkpoints, made after the deletion, run under such an
+    enclosing checkpoint, and usually reach the saver before the enclosing
+    put would have. They belong to the refused run when:
+
+    * what they build on was refused or taken out (:attr:`checkpoints`), or
+    * they run under an enclosing checkpoint that is not stored and was not
+      made after the first top-level checkpoint this saver was given for the
+      thread with an id made after the deletion (the start of a run that went
+      on, or of a new one, whose enclosing puts are on their way).
+
+    Only a thread with a refusal in this saver pays for the look-up.
+    """
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+        self.checkpoints: set[tuple[str, str]] = set()
+        """``(namespace, checkpoint id)`` refused or taken out: writes on them are refused."""
+        self.deleted: dict[str, float] = {}
+        """Per thread, when the deletion that refused a write of this saver was."""
+        self._fresh: dict[str, float] = {}
+
+    def refused(
+        self, thread_id: str, deleted: float | None, pairs: Iterable[tuple[str, str]]
+    ) -> bool:
+        """Record a refusal by the tombstone of ``deleted`` and what it took out.
+
+        Returns whether that deletion is new to this saver: then the caller
+        tells :meth:`started` of a run already stored since.
+        """
+        if len(self.checkpoints) > _HINTS:
+            self.checkpoints.clear()
+        self.checkpoints.update(pairs)
+        if deleted is None or self.deleted.get(thread_id) == deleted:
+            return False
+        if len(self.deleted) > _HINTS:
+            self.deleted.clear()
+            self._fresh.clear()
+        self.deleted[thread_id] = deleted
+        self._fresh.pop(thread_id, None)
+        return True
+
+    def started(self, thread_id: str, checkpoint_id: str) -> None:
+        """Note a top-level checkpoint of the thread: one made after its deletion starts a
+        run that is not the refused one (no put of that run made after the deletion lands)."""
+        deleted = self.deleted.get(thread_id)
+        made = made_at(checkpoint_id)
+        if deleted is None or made is None or made <= deleted:
+            return
+        fresh = self._fresh.get(thread_id)
+        if fresh is None or made < fresh:
+            self._fresh[thread_id] = made
+
+    def fresh(self, thread_id: str) -> float | None:
+        """When the thread's first top-level checkpoint made after its deletion was made."""
+        return self._fresh.get(thread_id)
+
+    def orphaned(
+        self,
+        thread_id: str,
+        namespace: str,
+        built_on: list[tuple[str, str]],
+        checkpoint_id: str | None = None,
+    ) -> bool:
+        """Whether a write belongs to a run a tombstone refused (see the class).
+
+        ``built_on`` as :meth:`Guards.write` takes it; ``namespace`` is the
+        write's own; ``checkpoint_id``: the checkpoint a put writes (None for
+        pending writes, whose own checkpoint must then be stored or coming).
+        """
+        deleted = self.deleted.get(thread_id)
+        if deleted is None:
+            return False
+        checkpoints = self.checkpoints
+        if any(pair in checkpoints for pair in built_on):
+            return True
+        if checkpoint_id is None:
+            waiting = built_on  # pending writes: their checkpoint's put may never come
+        else:
+            waiting = [pair for pair in built_on if pair[0] != namespace]
+            if not waiting:
+                self.started(thread_id, checkpoint_id)
+                return False
+        fresh = self._fresh.get(thread_id)
+        for outer, outer_id in waiting:
+            made = made_at(outer_id)
+            if made is None or (fresh is not None and made >= fresh):
+                continue
+            if self.store.get_many([(outer, K.checkpoint_key(outer_id))], raw=True)[0] is None:
+                return True
+        return False

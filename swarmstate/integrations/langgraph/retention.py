@@ -212,7 +212,8 @@ class Retainer:
         Reads the activity entries of periods up to the cutoff, oldest first
         (at most ``limit``): a thread whose newest checkpoint is older than
         the cutoff is deleted; an entry older than its thread's newest
-        activity, or of a thread that is gone, is deleted as stale. So each
+        activity, or of a thread that is gone, is deleted as stale (a live
+        thread's newest entry stays, whatever its period). So each
         entry is read by one sweep, and a sweep with nothing to expire reads
         nothing.
         """
@@ -221,21 +222,31 @@ class Retainer:
             self.store, catalog.period_at(cutoff.timestamp()), limit or (1 << 62)
         )
         stale: list[tuple[str, str]] = []
-        done: set[str] = set()
+        # Per thread met: the newest period it records (None: the thread is
+        # gone, and each of its entries goes). That entry is
+        # never stale while the thread lives: it is what finds the thread
+        # later, for recent_threads and for the sweep that expires it once
+        # idle, even when its newest checkpoint is in the cutoff's period.
+        keep: dict[str, str | None] = {}
+        expired: set[str] = set()  # their entries go with them
         for count, (period, thread_id) in enumerate(entries, 1):
-            if thread_id not in done:
-                done.add(thread_id)
+            if thread_id in expired:
+                continue
+            if thread_id not in keep:
                 report.threads_examined += 1
+                keep[thread_id] = None
                 scopes = T.scopes_of(self.store, thread_id)
                 newest = catalog.newest_checkpoint(self.store, thread_id) if scopes else None
                 if newest is not None and self._idle(serde, scopes, cutoff):
-                    expired = self.thread(serde, thread_id, None, cutoff, dry_run)
-                    expired.threads_examined = 0  # counted above
-                    report.add(expired)
+                    gone = self.thread(serde, thread_id, None, cutoff, dry_run)
+                    gone.threads_examined = 0  # counted above
+                    report.add(gone)
+                    expired.add(thread_id)
                     continue
-                if newest is None or period < catalog.period_of(newest):
-                    stale.append((period, thread_id))
-            elif period not in {p for p, t in stale if t == thread_id}:
+                if newest is not None:
+                    keep[thread_id] = catalog.newest_period(self.store, thread_id)
+            newest_period = keep[thread_id]
+            if newest_period is None or period < newest_period:
                 stale.append((period, thread_id))
             if progress is not None:
                 progress(count, len(entries))

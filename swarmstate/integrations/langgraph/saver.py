@@ -66,6 +66,7 @@ try:
     from swarmstate.integrations.langgraph import entry as E
     from swarmstate.integrations.langgraph import guard as G
     from swarmstate.integrations.langgraph import reads as R
+    from swarmstate.integrations.langgraph import threads as T
     from swarmstate.integrations.langgraph.allowlist import Allowlist, classes_of
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
@@ -91,6 +92,14 @@ _NO_PARENT = Head({}, {})
 _NIL = dumps(None)  # the value of run index entries, as stored bytes
 _NAMES_MAX = 4096
 _EXCLUDED_METADATA = frozenset(EXCLUDED_METADATA_KEYS)  # config keys metadata leaves out
+
+
+def _deleted(thread_id: str, checkpoint_id: str) -> ThreadDeletedError:
+    return ThreadDeletedError(
+        f"thread {thread_id!r} was deleted and checkpoint {checkpoint_id!r} (or one it builds "
+        "on) was refused: the run that wrote it cannot go on; start a new run (without a "
+        "checkpoint_id) to reuse the thread id"
+    )
 
 
 class _StrictSerializer(JsonPlusSerializer):
@@ -212,8 +221,8 @@ class SwarmStateSaver(ThreadMethods):
         self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
-        # Checkpoints whose put a tombstone refused: their pending writes are refused too.
-        self._refused: set[tuple[str, str, str]] = set()
+        # What the tombstones that refused this saver's writes say about later ones.
+        self._refusals = G.Refusals(self.store)
         # Whether the store is known to hold complete store-wide indexes (catalog); the
         # first put makes them so.
         self._indexed = False
@@ -336,6 +345,10 @@ class SwarmStateSaver(ThreadMethods):
         parent_id = conf.get("checkpoint_id") or None
         namespace = self._names(thread_id, checkpoint_ns)[0]
         built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, parent_id)
+        refusals = self._refusals
+        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on, checkpoint_id):
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            raise _deleted(thread_id, checkpoint_id)
         try:
             self._put(
                 conf,
@@ -365,8 +378,13 @@ class SwarmStateSaver(ThreadMethods):
                 whole=True,
             )
         except ThreadDeletedError:
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id)
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=True)
             raise
+        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
+            # Refused while it was written: the refusal's clean-up may have looked
+            # before it landed, so it takes itself out.
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            raise _deleted(thread_id, checkpoint_id)
         if self.retention is not None:
             self._retainer.wrote(self.serde, self.retention, thread_id)
         return {
@@ -483,6 +501,7 @@ class SwarmStateSaver(ThreadMethods):
             ensure=index,
             raw=True,
             lenders=built.lenders,
+            made=checkpoint_id,
         )
         if learned:
             self._allowlist.add(learned)
@@ -525,22 +544,36 @@ class SwarmStateSaver(ThreadMethods):
             found.append((namespace, checkpoint_id))
         return found
 
-    def _refuse(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
-        """Remember a checkpoint whose put the thread's tombstone refused, and drop its writes.
+    def _refuse(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, *, refused: bool
+    ) -> None:
+        """Take out a checkpoint of a run its thread's deletion ended, and remember it.
 
-        Its pending writes may have landed first (the runtime saves in the
-        background); they, and any that come later, belong to a run that
-        cannot go on.
+        ``refused``: the tombstone refused it (else :class:`.guard.Refusals`
+        found it belongs to such a run). Its pending writes may have landed
+        first (the runtime saves in the background), and so may the
+        checkpoints of a subgraph that ran under it (:func:`.threads.refuse`):
+        they, and any writes that come later, belong to a run that cannot go
+        on. Only a refusal pays for this.
         """
-        refused = self._refused
-        if len(refused) > _NAMES_MAX:
-            refused.clear()
-        refused.add((thread_id, checkpoint_ns, checkpoint_id))
+        refusals = self._refusals
+        deleted = self._guards.deleted_at(thread_id) if refused else None
         namespace = self._names(thread_id, checkpoint_ns)[0]
-        start, stop = K.group_range(checkpoint_id)
-        orphans = [(namespace, key) for key in self.store.keys(namespace, start=start, stop=stop)]
-        if orphans:
-            self.store.delete_many(orphans)
+        if refusals.refused(thread_id, deleted, [(namespace, checkpoint_id)]):
+            # A run started since the deletion and already stored (no top-level
+            # checkpoint of a refused run is): its subgraphs' are not the refused run's.
+            first = T.first_checkpoint(self.store, thread_id, "")
+            if first is not None:
+                refusals.started(thread_id, first)
+        taken = T.refuse(
+            self.store,
+            self.serde,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            refusals.fresh(thread_id),
+        )
+        refusals.refused(thread_id, None, taken)
 
     def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str, str, str]:
         """The checkpoint namespace, runs-seen namespace and run-index key of a scope."""
@@ -579,13 +612,12 @@ class SwarmStateSaver(ThreadMethods):
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
         checkpoint_ns = C.checkpoint_ns_of(conf)
-        if (thread_id, checkpoint_ns, checkpoint_id) in self._refused:
-            raise ThreadDeletedError(
-                f"thread {thread_id!r} was deleted and checkpoint {checkpoint_id!r} was refused: "
-                "the run that wrote it cannot go on; start a new run (without a checkpoint_id) "
-                "to reuse the thread id"
-            )
         namespace = self._names(thread_id, checkpoint_ns)[0]
+        built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id)
+        refusals = self._refusals
+        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            raise _deleted(thread_id, checkpoint_id)
         dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
@@ -609,16 +641,24 @@ class SwarmStateSaver(ThreadMethods):
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
         learned = self._allowlist.new(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
-        self._guards.write(
-            thread_id,
-            G.fence_of(conf),
-            self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id),
-            special or regular,
-            ensure=self._allowlist.rows(learned) if learned else (),
-            if_absent=not special,
-        )
+        try:
+            self._guards.write(
+                thread_id,
+                G.fence_of(conf),
+                built_on,
+                special or regular,
+                ensure=self._allowlist.rows(learned) if learned else (),
+                if_absent=not special,
+            )
+        except ThreadDeletedError:
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=True)
+            raise
         if learned:
             self._allowlist.add(learned)
+        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
+            # Refused while they were written: they go with their checkpoint.
+            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            raise _deleted(thread_id, checkpoint_id)
 
     # -- reads -----------------------------------------------------------
 

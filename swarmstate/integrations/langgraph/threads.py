@@ -36,7 +36,7 @@ from swarmstate._errors import ConflictError
 from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph.guard import Guards
+from swarmstate.integrations.langgraph.guard import Guards, made_at
 from swarmstate.integrations.langgraph.values import APART, CHUNKS, LIST, Values, chunks_of, scan
 
 __all__ = [
@@ -45,8 +45,10 @@ __all__ = [
     "dead",
     "delete_for_runs",
     "delete_thread",
+    "first_checkpoint",
     "leased",
     "list_threads",
+    "refuse",
     "run_index_pairs",
     "stored_values",
     "sweep",
@@ -217,6 +219,93 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
                     deleted = True
             if deleted:
                 sweep(store, serde, thread_id)
+                # The thread's catalog entries say what it holds now: an emptied
+                # thread is no longer counted, and one whose newest run went ranks
+                # by the checkpoint it has left.
+                catalog.settle(store, thread_id)
+
+
+def first_checkpoint(store: BaseStore, thread_id: str, checkpoint_ns: str) -> str | None:
+    """The id of the oldest checkpoint of a thread namespace, or None."""
+    for key, _ in scan(store, K.scope(thread_id, checkpoint_ns), page=16):
+        if key[-1] == K.CHECKPOINT:
+            return K.checkpoint_id_of(key)
+    return None
+
+
+def refuse(
+    store: BaseStore,
+    serde: Any,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    fresh: float | None,
+) -> list[tuple[str, str]]:
+    """Take out a checkpoint of a run its thread's deletion ended, and what else of that run
+    landed.
+
+    The runtime saves in the background, each graph in its own order, so
+    besides the checkpoint and its pending writes (either may have landed)
+    the thread may hold, in any namespace: checkpoints that ran under it or
+    under an enclosing checkpoint that is not stored (their metadata
+    ``parents`` name those), and pending writes whose checkpoint is not
+    stored. Those that were not made after ``fresh`` belong to the ended run
+    (:class:`.guard.Refusals` says why) and go too. Returns the ``(namespace,
+    checkpoint id)`` of the checkpoints taken out, whose later writes are to
+    be refused too. When a checkpoint went, the thread's chunks are swept and
+    its catalog entries settled (:func:`.catalog.settle`).
+    """
+    absent: dict[tuple[str, str], bool] = {}
+
+    def gone(outer_ns: str, outer_id: str) -> bool:
+        """Whether a checkpoint the run's entries name is refused or will never be stored."""
+        if outer_ns == checkpoint_ns and outer_id == checkpoint_id:
+            return True
+        made = made_at(outer_id)
+        if made is None or (fresh is not None and made >= fresh):
+            return False
+        if (outer_ns, outer_id) not in absent:
+            found = store.get_many(
+                [(K.scope(thread_id, outer_ns), K.checkpoint_key(outer_id))], raw=True
+            )
+            absent[(outer_ns, outer_id)] = found[0] is None
+        return absent[(outer_ns, outer_id)]
+
+    taken: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str]] = []
+    for scope in scopes_of(store, thread_id):
+        namespace = K.scope(*scope)
+        group: str | None = None
+        doomed = False
+        for key, entry in scan(store, namespace):
+            entry_id, is_checkpoint = K.parse_entry_key(key)
+            if entry_id != group:
+                group = entry_id
+                if is_checkpoint:
+                    parents = E.head(serde, entry)[0].get("parents")
+                    doomed = (scope[1] == checkpoint_ns and entry_id == checkpoint_id) or (
+                        isinstance(parents, dict)
+                        and any(
+                            type(outer_ns) is str
+                            and type(outer_id) is str
+                            and gone(outer_ns, outer_id)
+                            for outer_ns, outer_id in parents.items()
+                            if outer_ns != scope[1]
+                        )
+                    )
+                    if doomed:
+                        taken.append((namespace, entry_id))
+                        pairs.append((K.INDEX, K.index_key(entry_id, *scope)))
+                else:  # pending writes whose checkpoint is not stored
+                    doomed = gone(scope[1], entry_id)
+            if doomed:
+                pairs.append((namespace, key))
+    delete_pairs(store, pairs)
+    if taken:
+        with leased(store, thread_id):
+            sweep(store, serde, thread_id)
+        catalog.settle(store, thread_id)
+    return taken
 
 
 def delete_pairs(store: BaseStore, pairs: list[tuple[str, str]]) -> None:
