@@ -57,8 +57,6 @@ _ATOMS: Final = frozenset({str, int, float, bool, bytes, type(None)})
 _SEQUENCES: Final = frozenset({list, tuple, set, frozenset, deque})
 _PLAIN: Final = frozenset(_ATOMS | _SEQUENCES | {dict})
 """Classes that are data, not classes to allow (msgpack's own, and the containers)."""
-_EXT_BYTES: Final = tuple(bytes([b]) for b in (*range(0xC7, 0xCA), *range(0xD4, 0xD9)))
-"""The msgpack type bytes of extension types (ext 8/16/32, fixext 1-16)."""
 _NOTHING: Final[frozenset[type]] = frozenset()
 _REPORTED_MAX: Final = 1024
 
@@ -90,11 +88,21 @@ def learn(classes: Iterable[type]) -> None:
 def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
     """The classes of the objects ``value`` holds, given what the serializer made of it.
 
-    Empty at once when its msgpack bytes hold no extension type (only plain
-    data); a byte that only looks like one costs a walk, nothing else.
+    Empty at once when its msgpack bytes hold none of the extension type
+    bytes (0xc7-0xc9: ext 8/16/32, 0xd4-0xd8: fixext 1-16), so only plain
+    data; a byte that only looks like one costs a walk, nothing else.
     """
     if kind == "msgpack" and type(data) is bytes:
-        if not any(marker in data for marker in _EXT_BYTES):
+        if not (  # one memchr per extension type byte (an int: no TypeError path)
+            0xC7 in data
+            or 0xC8 in data
+            or 0xC9 in data
+            or 0xD4 in data
+            or 0xD5 in data
+            or 0xD6 in data
+            or 0xD7 in data
+            or 0xD8 in data
+        ):
             return _NOTHING
     elif kind in ("null", "bytes", "bytearray"):
         return _NOTHING
