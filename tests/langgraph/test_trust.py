@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import ormsgpack
+import pydantic
 import pytest
 from cli_support import run_cli
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Send, interrupt
 
@@ -546,3 +548,45 @@ def test_a_new_process_reads_undeclared_classes_as_fields_with_one_warning_each(
         assert len(named) == 1, (cls, warned)
         assert f"SwarmStateSaver(store, allow=[{cls}])" in named[0]
     assert len(warned) == 5
+
+
+class Steps(TypedDict, total=False):
+    steps: Annotated[list[tuple[Any, str]], operator.add]
+
+
+class Result(pydantic.BaseModel):
+    value: int
+
+
+def test_langchain_classes_and_task_results_revive_in_the_writing_process(
+    make_store: MakeStore,
+) -> None:
+    # The shapes of LangGraph's own tests that read these back as dicts before:
+    # AgentAction in a tuple in a list; a @task's model read when its entrypoint resumes.
+    from langchain_core.agents import AgentAction
+
+    def run(saver: Any) -> tuple[Any, Any]:
+        builder = StateGraph(Steps)
+        builder.add_node("act", lambda state: {"steps": [(AgentAction("t", "x", "l"), "ok")]})
+        builder.add_edge(START, "act")
+        builder.add_edge("act", END)
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({}, cfg("a"), durability="sync")
+
+        @task
+        def make() -> Result:
+            return Result(value=1)
+
+        @entrypoint(checkpointer=saver)
+        def flow(x: int) -> Any:
+            made = make().result()
+            interrupt("go on?")
+            return made
+
+        flow.invoke(1, cfg("f"))
+        return graph.get_state(cfg("a")).values, flow.invoke(Command(resume="yes"), cfg("f"))
+
+    expected = run(InMemorySaver())
+    assert isinstance(expected[0]["steps"][0][0], AgentAction)
+    assert expected[1] == Result(value=1)
+    assert run(SwarmStateSaver(make_store())) == expected
