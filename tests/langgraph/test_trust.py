@@ -41,7 +41,7 @@ from langgraph.types import Command, Interrupt, Send, interrupt
 
 import swarmstate as ss
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
 from swarmstate.integrations.langgraph import keys as K
 
 MakeStore = Callable[[], ss.BaseStore]
@@ -590,3 +590,19 @@ def test_langchain_classes_and_task_results_revive_in_the_writing_process(
     assert isinstance(expected[0]["steps"][0][0], AgentAction)
     assert expected[1] == Result(value=1)
     assert run(SwarmStateSaver(make_store())) == expected
+
+
+@pytest.mark.parametrize("allow", ["Ticket", [42], [("module",)], [("module", "")]])
+def test_allow_must_name_classes(allow: Any) -> None:
+    with pytest.raises(ss.InvalidArgumentError, match="allow"):
+        SwarmStateSaver(ss.Store(), allow=allow)
+    with pytest.raises(ss.InvalidArgumentError, match="allow"):
+        strict_serializer(allow=allow)
+
+
+def test_a_value_that_holds_itself_is_walked_once() -> None:
+    from swarmstate.integrations.langgraph import allowlist
+
+    loop: list[Any] = [Point(1, 2)]
+    loop.append(loop)
+    assert allowlist.objects_in({"a": loop, "b": loop}) == {Point}

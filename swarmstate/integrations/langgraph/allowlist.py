@@ -117,12 +117,14 @@ def objects_in(value: Any) -> set[type]:
     extend = stack.extend
     atoms = _ATOMS
     fields = _fields
-    seen: set[int] = set()  # objects met twice (shared, or a cycle) are walked once
+    seen: set[int] = set()  # what is met twice (shared, or a cycle) is walked once
+    add = seen.add
     while stack:
         item = pop()
         kind = type(item)
-        if kind in atoms:
+        if kind in atoms or id(item) in seen:
             continue
+        add(id(item))
         if kind is list or kind is tuple:
             extend(item)
             continue
@@ -130,9 +132,6 @@ def objects_in(value: Any) -> set[type]:
             extend(item.values())
             extend(item)
             continue
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
         found.add(kind)
         getter = fields.get(kind)
         if getter is None:
