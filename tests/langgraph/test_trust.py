@@ -17,6 +17,7 @@ compared with LangGraph's ``InMemorySaver`` on the same real graph.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import operator
 import os
@@ -606,3 +607,35 @@ def test_a_value_that_holds_itself_is_walked_once() -> None:
     loop: list[Any] = [Point(1, 2)]
     loop.append(loop)
     assert allowlist.objects_in({"a": loop, "b": loop}) == {Point}
+
+
+def test_a_list_of_messages_is_checked_at_once_and_an_object_in_one_is_still_found() -> None:
+    from langchain_core.messages import AIMessage
+
+    from swarmstate.integrations.langgraph import allowlist
+
+    messages = [AIMessage(content=f"m{i}", id=f"m{i}") for i in range(20)]
+    assert allowlist.objects_in({"messages": messages}) == {AIMessage}
+    messages[7].additional_kwargs["where"] = [Point(1, 2)]
+    assert allowlist.objects_in({"messages": messages}) == {AIMessage, Point}
+
+
+class Level(enum.Enum):
+    LOW = 1
+    HIGH = 2
+
+
+class Shown(pydantic.BaseModel):
+    at: int
+
+    @pydantic.computed_field  # type: ignore[prop-decorator]
+    @property
+    def level(self) -> Level:
+        return Level.HIGH if self.at else Level.LOW
+
+
+def test_a_models_computed_field_is_walked_as_the_serializer_writes_it() -> None:
+    from swarmstate.integrations.langgraph import allowlist
+
+    # model_dump keeps an Enum member as it is: the serializer writes its class.
+    assert allowlist.objects_in([Shown(at=1)]) == {Shown, Level}

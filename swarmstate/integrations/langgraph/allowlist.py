@@ -40,10 +40,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar
 
+import ormsgpack
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from pydantic import BaseModel
 
 from swarmstate._errors import InvalidArgumentError
+from swarmstate.integrations.langgraph.memo import STRICT
 
 __all__ = ["Allowlist", "classes_in", "declared", "learn", "objects_in"]
 
@@ -59,6 +61,8 @@ _PLAIN: Final = frozenset(_ATOMS | _SEQUENCES | {dict})
 """Classes that are data, not classes to allow (msgpack's own, and the containers)."""
 _NOTHING: Final[frozenset[type]] = frozenset()
 _REPORTED_MAX: Final = 1024
+_MANY: Final = 8
+"""Items from which a list of models is checked in one packing rather than walked."""
 
 # -- what this process wrote ----------------------------------------------------------
 
@@ -126,6 +130,11 @@ def objects_in(value: Any) -> set[type]:
             continue
         add(id(item))
         if kind is list or kind is tuple:
+            if len(item) >= _MANY:
+                models = _plain_models(item)
+                if models is not None:  # a conversation's messages: one packing, no walk
+                    found |= models
+                    continue
             extend(item)
             continue
         if kind is dict:
@@ -138,6 +147,28 @@ def objects_in(value: Any) -> set[type]:
             getter = fields[kind] = _fields_of(kind)
         extend(getter(item))
     return found
+
+
+def _plain_models(items: Sequence[Any]) -> set[type] | None:
+    """The classes of ``items`` if each is a pydantic model whose fields are plain data, else None.
+
+    Checked by packing every item's fields in one call under exact builtin
+    types, much cheaper than walking them one by one.
+    """
+    kinds = set(map(type, items))
+    dumps = _dumps
+    for cls in kinds:
+        fields = dumps.get(cls)
+        if fields is None:
+            fields = dumps[cls] = _fields_are_dumped(cls)
+        if not fields:
+            return None
+    try:
+        ormsgpack.packb([item.__dict__ for item in items], option=STRICT)
+        ormsgpack.packb([item.__pydantic_extra__ for item in items], option=STRICT)
+    except TypeError:  # a field holds an object
+        return None
+    return kinds
 
 
 def declared(allow: Sequence[Any], what: str) -> frozenset[Type]:
@@ -243,7 +274,12 @@ def _fields_of(cls: type) -> Callable[[Any], Iterable[Any]]:
     if issubclass(cls, enum.Enum):
         return lambda member: (member.value,)
     if issubclass(cls, BaseModel):
-        return lambda model: (*model.__dict__.values(), *(model.__pydantic_extra__ or {}).values())
+        if _fields_are_dumped(cls):
+            return lambda model: (
+                *model.__dict__.values(),
+                *(model.__pydantic_extra__ or {}).values(),
+            )
+        return lambda model: (model.model_dump(),)  # computed or serialized: what is written
     if issubclass(cls, dict):
         return lambda mapping: (*mapping, *mapping.values())
     if issubclass(cls, (tuple, list, set, frozenset, deque)):  # NamedTuple and the like
@@ -273,6 +309,23 @@ def _fields_of(cls: type) -> Callable[[Any], Iterable[Any]]:
         return found
 
     return values
+
+
+_dumps: dict[type, bool] = {}
+"""Per class: whether :func:`_fields_are_dumped` holds."""
+
+
+def _fields_are_dumped(cls: type) -> bool:
+    """Whether the serializer writes a ``cls`` instance's fields as they are (a plain model)."""
+    if not issubclass(cls, BaseModel):
+        return False
+    decorators = cls.__pydantic_decorators__
+    return (
+        cls.model_dump is BaseModel.model_dump
+        and not cls.__pydantic_computed_fields__
+        and not decorators.field_serializers
+        and not decorators.model_serializers
+    )
 
 
 def _same(obj: Any) -> Any:
