@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import logging
 import operator
 import os
 import sqlite3
@@ -639,3 +640,25 @@ def test_a_models_computed_field_is_walked_as_the_serializer_writes_it() -> None
 
     # model_dump keeps an Enum member as it is: the serializer writes its class.
     assert allowlist.objects_in([Shown(at=1)]) == {Shown, Level}
+
+
+def test_a_planted_class_name_is_logged_escaped(caplog: pytest.LogCaptureFixture) -> None:
+    store = ss.Store()
+    planted = ormsgpack.packb(("evil\x1b[2J", "Name\nforged line", {"a": 1}))
+    extension = ormsgpack.packb(ormsgpack.Ext(2, planted))  # constructor with keyword args
+    text, packed = placeholder_for(extension)
+    plain_graph(SwarmStateSaver(store, compress=False), text).invoke({}, cfg("t"))
+    for namespace in store.namespaces(K.ROOT):
+        rows = store.items(namespace, raw=True)
+        changed = [(namespace, k, v.replace(packed, extension)) for k, v in rows if packed in v]
+        if changed:
+            store.set_many(changed, raw=True)
+    with caplog.at_level(logging.WARNING, logger="swarmstate"):
+        found = SwarmStateSaver(store).get_tuple(cfg("t"))
+    assert found is not None
+    assert found.checkpoint["channel_values"]["note"] == {"a": 1}
+    ours = [r.getMessage() for r in caplog.records if r.name == "swarmstate"]
+    assert len(ours) == 1
+    assert "\x1b" not in ours[0]
+    assert "\n" not in ours[0]
+    assert "'evil\\x1b[2J.Name\\nforged line'" in ours[0]

@@ -252,15 +252,21 @@ def _report(blocked: set[Type]) -> None:
         _reported.update(fresh)
     for module, name in fresh:
         logger.warning(
-            "SwarmStateSaver read a stored %s.%s as its fields: nothing allows that class "
+            "SwarmStateSaver read a stored %s as its fields: nothing allows that class "
             "(this process has not written it through a saver, and the application does not "
             "declare it). If it is one of your graph's classes, allow it with "
             "SwarmStateSaver(store, allow=[%s]), or allow=[YourState] to allow every class "
             "your graph's state schema declares",
-            module,
-            name,
-            name,
+            _shown(f"{module}.{name}"),
+            _shown(name),
         )
+
+
+def _shown(name: str) -> str:
+    """A class name read from the store, as a log line may show it (escaped unless plain)."""
+    if all(part.isidentifier() for part in name.split(".")) and len(name) <= 200:
+        return name
+    return repr(name[:200])
 
 
 # -- walking classes and values -------------------------------------------------------
