@@ -2,14 +2,13 @@
 
 A state holding a dataclass with an Enum field, a pydantic model and a
 NamedTuple: read back as those types by the saver that wrote them, by a new
-saver on the same data in this process, and by another process that imports
-the graph's module; a type nobody wrote through the saver is read as its
-fields, and the log names it with the line that allows it.
+saver on the same data in this process, and by another process whose saver
+is given the state schema (``allow=[State]``). What an undeclared class reads
+as, and the attack a stored record of types allowed, are in ``test_trust.py``.
 """
 
 from __future__ import annotations
 
-import logging
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
+from swarmstate.integrations.langgraph import SwarmStateSaver
 
 MakeStore = Callable[[], ss.BaseStore]
 
@@ -113,7 +112,7 @@ def test_the_graphs_own_types_revive_under_the_default_serializer(
         assert values["span"] == graph_module.Span(0, len("PRINTER ON FIRE"))
 
 
-def test_another_process_reads_the_types_its_code_imports(
+def test_another_process_reads_the_types_its_state_schema_declares(
     tmp_path: Path, graph_module: Any
 ) -> None:
     from swarmstate.backends.disk import DiskStore
@@ -130,7 +129,7 @@ def test_another_process_reads_the_types_its_code_imports(
         from swarmstate.integrations.langgraph import SwarmStateSaver
 
         with DiskStore({str(path)!r}) as store:
-            graph = ticket_graph.build(SwarmStateSaver(store))
+            graph = ticket_graph.build(SwarmStateSaver(store, allow=[ticket_graph.State]))
             config = {{"configurable": {{"thread_id": "t"}}}}
             ticket = graph.get_state(config).values["ticket"]  # a first read: nothing written
             print(type(ticket).__name__, ticket.priority.name)
@@ -144,24 +143,3 @@ def test_another_process_reads_the_types_its_code_imports(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["Ticket", "HIGH"] * 2
-
-
-def test_a_type_nobody_wrote_reads_as_its_fields_and_the_log_says_how_to_allow_it(
-    make_store: MakeStore, graph_module: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    store = make_store()
-    graph_module.build(SwarmStateSaver(store)).invoke({}, cfg("t"), durability="sync")
-    # What another deployment would see: the stored record of the types is gone.
-    from swarmstate.integrations.langgraph import keys as K
-
-    store.delete_many([(K.TYPES, key) for key in store.keys(K.TYPES)])
-    with caplog.at_level(logging.WARNING, logger="swarmstate"):
-        values = SwarmStateSaver(store).get_tuple(cfg("t")).checkpoint["channel_values"]  # type: ignore[union-attr]
-    assert isinstance(values["ticket"], dict)
-    message = " ".join(r.getMessage() for r in caplog.records if r.name == "swarmstate")
-    assert "ticket_graph.Ticket" in message
-    assert "strict_serializer(allow=[Ticket])" in message
-    # The one line it names.
-    allowed = SwarmStateSaver(store, serde=strict_serializer(allow=[graph_module.Ticket]))
-    ticket = allowed.get_tuple(cfg("t")).checkpoint["channel_values"]["ticket"]  # type: ignore[union-attr]
-    assert isinstance(ticket, graph_module.Ticket)

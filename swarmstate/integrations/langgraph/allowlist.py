@@ -1,26 +1,29 @@
-"""The graph's own types: learned from what it writes, so that they revive when read back.
+"""The classes a saver's reads revive: named by this process's code, never by stored data.
 
 The saver's default serializer is strict (LangGraph's ``JsonPlusSerializer``
-with its allowlist: no pickle, only listed types revived). LangGraph hands a
-checkpointer the types of a graph's state (``with_allowlist``) only when its
-own strict mode is on, so with LangGraph's defaults a strict saver would read
-the graph's own dataclasses, enums and models back as dicts.
+with its allowlist: no pickle, only listed classes revived). Besides
+LangGraph's safe set, which that serializer allows by itself, a read revives:
 
-So the saver allows what the graph itself writes through it: the classes of
-the values and pending writes it stores (a value's own class, or its items'
-and its dict values' classes), each with the classes its fields are declared
-with (dataclass fields, pydantic fields, NamedTuple fields, and what their
-annotations name: ``list[Ticket]``, ``Priority | None``), the way LangGraph's
-strict mode walks a state schema. Those are classes of live objects of this
-process and their annotations, never names read from stored data, and each
-class is walked once. They are also recorded in the store, in the put's own
-batch, so that a restarted process reads them back: a recorded type is
-allowed there only once its module is imported (the graph's code imports
-it; a module is never imported because the store names it).
+* the classes the application declares: ``allow=`` of the saver or of
+  ``strict_serializer``, each with the classes its fields declare (so a
+  graph's state schema names them all), and what LangGraph's runtime passes
+  to ``with_allowlist`` in its strict mode;
+* every class this process has written through any saver, found at any
+  depth of what it wrote (containers, dataclass, pydantic and NamedTuple
+  field values, a ``Send``'s argument, an ``Interrupt``'s value), with the
+  classes their fields declare. A write learns them before it is stored, so
+  a write the store refuses still teaches them. The set is one per process:
+  every saver gives the same answer for the same bytes.
 
-A stored object of any other type is still read as its fields, as in
-LangGraph's strict mode, and the saver says so in the log once per type,
-naming the type and the line that allows it.
+Invariant: nothing read from a store adds to these sets. (Releases before
+this one recorded the written classes in the store, under ``keys.TYPES``;
+such rows are never read.) A stored object of any other class comes back as
+LangGraph's strict mode returns it, its fields, and the log says so once per
+class, naming the parameter that allows it.
+
+What a write costs: the serializer's msgpack bytes without an extension
+type byte hold only plain data, and nothing is walked; a class's declared
+fields are walked once per process.
 """
 
 from __future__ import annotations
@@ -28,51 +31,175 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import enum
 import logging
-import sys
+import operator
 import threading
 import typing
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar
 
+import ormsgpack
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+from pydantic import BaseModel
 
-from swarmstate._base import BaseStore
-from swarmstate._codec import dumps
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate._errors import InvalidArgumentError
+from swarmstate.integrations.langgraph.memo import STRICT
 
-__all__ = ["Allowlist", "classes_of"]
+__all__ = ["Allowlist", "classes_in", "declared", "learn", "objects_in"]
 
 logger = logging.getLogger("swarmstate")
 
 T = TypeVar("T")
 Type = tuple[str, str]
-"""``(module, class name)``, as LangGraph's allowlists name a type."""
+"""``(module, class name)``, as LangGraph's allowlists name a class."""
 
-_NIL: Final = dumps(None)
-_PLAIN: Final = frozenset(
-    {str, int, float, bool, bytes, type(None), list, dict, tuple, set, frozenset}
-)
-"""Classes that are data, not types to allow (msgpack's own, and the containers)."""
+_ATOMS: Final = frozenset({str, int, float, bool, bytes, type(None)})
+_SEQUENCES: Final = frozenset({list, tuple, set, frozenset, deque})
+_PLAIN: Final = frozenset(_ATOMS | _SEQUENCES | {dict})
+"""Classes that are data, not classes to allow (msgpack's own, and the containers)."""
+_NOTHING: Final[frozenset[type]] = frozenset()
+_REPORTED_MAX: Final = 1024
+_MANY: Final = 8
+"""Items from which a list of models is checked in one packing rather than walked."""
+
+# -- what this process wrote ----------------------------------------------------------
+
+_lock = threading.Lock()
+_walked: set[Any] = set(_PLAIN)
+"""Classes (and annotations) whose names are in :data:`_allowed` already, fields included."""
+_allowed: tuple[int, frozenset[Type]] = (0, frozenset())
+"""``(version, names)``: every class this process wrote, replaced whole on a change."""
+_reported: set[Type] = set()
 
 
-def classes_of(value: Any) -> set[type]:
-    """The classes a value brings to the state: its own, or its items' and its dict values'."""
-    kind = type(value)
-    if kind is list or kind is tuple:
-        found = set(map(type, value))
-    elif kind is dict:
-        found = set(map(type, value.values()))
-    else:
-        return {kind}
-    found.add(kind)
+def learn(classes: Iterable[type]) -> None:
+    """Allow ``classes`` (written by this process) and those their fields declare, everywhere."""
+    global _allowed
+    fresh = [cls for cls in classes if cls not in _walked]
+    if not fresh:
+        return
+    named: set[Type] = set()
+    with _lock:
+        for cls in fresh:
+            _walk(cls, _walked, named)
+        version, known = _allowed
+        if not named <= known:
+            _allowed = (version + 1, known | named)
+
+
+def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
+    """The classes of the objects ``value`` holds, given what the serializer made of it.
+
+    Empty at once when its msgpack bytes hold none of the extension type
+    bytes (0xc7-0xc9: ext 8/16/32, 0xd4-0xd8: fixext 1-16), so only plain
+    data; a byte that only looks like one costs a walk, nothing else.
+    """
+    if kind == "msgpack" and type(data) is bytes:
+        if not (  # one memchr per extension type byte (an int: no TypeError path)
+            0xC7 in data
+            or 0xC8 in data
+            or 0xC9 in data
+            or 0xD4 in data
+            or 0xD5 in data
+            or 0xD6 in data
+            or 0xD7 in data
+            or 0xD8 in data
+        ):
+            return _NOTHING
+    elif kind in ("null", "bytes", "bytearray"):
+        return _NOTHING
+    return objects_in(value)
+
+
+def objects_in(value: Any) -> set[type]:
+    """The classes of the objects in ``value`` at any depth, as the serializer traverses it."""
+    found: set[type] = set()
+    stack = [value]
+    pop = stack.pop
+    extend = stack.extend
+    atoms = _ATOMS
+    fields = _fields
+    seen: set[int] = set()  # what is met twice (shared, or a cycle) is walked once
+    add = seen.add
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind in atoms or id(item) in seen:
+            continue
+        add(id(item))
+        if kind is list or kind is tuple:
+            if len(item) >= _MANY:
+                models = _plain_models(item)
+                if models is not None:  # a conversation's messages: one packing, no walk
+                    found |= models
+                    continue
+            extend(item)
+            continue
+        if kind is dict:
+            extend(item.values())
+            extend(item)
+            continue
+        found.add(kind)
+        getter = fields.get(kind)
+        if getter is None:
+            getter = fields[kind] = _fields_of(kind)
+        extend(getter(item))
     return found
 
+
+def _plain_models(items: Sequence[Any]) -> set[type] | None:
+    """The classes of ``items`` if each is a pydantic model whose fields are plain data, else None.
+
+    Checked by packing every item's fields in one call under exact builtin
+    types, much cheaper than walking them one by one.
+    """
+    kinds = set(map(type, items))
+    dumps = _dumps
+    for cls in kinds:
+        fields = dumps.get(cls)
+        if fields is None:
+            fields = dumps[cls] = _fields_are_dumped(cls)
+        if not fields:
+            return None
+    try:
+        ormsgpack.packb([item.__dict__ for item in items], option=STRICT)
+        ormsgpack.packb([item.__pydantic_extra__ for item in items], option=STRICT)
+    except TypeError:  # a field holds an object
+        return None
+    return kinds
+
+
+def declared(allow: Sequence[Any], what: str) -> frozenset[Type]:
+    """The names ``allow`` declares: each class with the classes its fields declare.
+
+    ``allow`` holds classes (a state schema, a dataclass, a model, an Enum)
+    or ``(module, class name)`` pairs; ``what`` names the parameter in errors.
+    """
+    if isinstance(allow, (str, bytes)) or not isinstance(allow, Sequence):
+        raise InvalidArgumentError(
+            f"{what} must be a list of classes or (module, class name) pairs, got {allow!r}"
+        )
+    named: set[Type] = set()
+    for item in allow:
+        if type(item) is tuple and len(item) == 2 and all(type(n) is str and n for n in item):
+            named.add(item)
+        elif isinstance(item, type) or typing.get_origin(item) is not None:
+            _walk(item, set(_PLAIN), named)
+        else:
+            raise InvalidArgumentError(
+                f"{what} must hold classes or (module, class name) pairs of str, got {item!r}"
+            )
+    return frozenset(named)
+
+
+# -- reads ----------------------------------------------------------------------------
 
 _reading: contextvars.ContextVar[set[Type] | None] = contextvars.ContextVar(
     "swarmstate_reading", default=None
 )
-"""The types the serializer blocked in the saver's read under way (None outside one)."""
+"""The classes the serializer blocked in the saver's read under way (None outside one)."""
 
 
 def _blocked(event: SerdeEvent) -> None:
@@ -85,129 +212,134 @@ register_serde_event_listener(_blocked)
 
 
 class Allowlist:
-    """The types one saver (and its ``with_allowlist`` clones) has seen written, and their reads."""
+    """One saver's reads: its serializer allowing what it declares and what the process wrote."""
 
-    def __init__(self, store: BaseStore) -> None:
-        self.store = store
-        self.known: set[Type] = set()
-        self.reported: set[Type] = set()  # blocked types already logged
-        self._walked: set[Any] = set(_PLAIN)  # classes whose types are known
-        self.lock = threading.Lock()
-        self._version = 0
+    def __init__(self, extra: frozenset[Type] = frozenset()) -> None:
+        self.extra = extra
         self._readers: dict[int, tuple[Any, Any, int]] = {}
-        self._recorded: set[Type] | None = None  # read from the store once
-        self._waiting: set[Type] = set()  # recorded, module not imported yet
-
-    def new(self, classes: Iterable[type]) -> list[Type]:
-        """The types ``classes`` bring that are not yet known (to record with their put).
-
-        Each class is walked once: itself and the classes its fields are
-        declared with, recursively.
-        """
-        seen = self._walked
-        fresh = [cls for cls in classes if cls not in seen]
-        if not fresh:
-            return []
-        named: set[Type] = set()
-        for cls in fresh:
-            _walk(cls, seen, named)
-        known = self.known
-        return [item for item in named if item not in known]
-
-    def rows(self, types: Iterable[Type]) -> list[tuple[str, str, bytes]]:
-        """The entries that record ``types`` in the store (ensured in a put's batch)."""
-        return [(K.TYPES, K.field(module) + K.field(name), _NIL) for module, name in types]
-
-    def add(self, types: Iterable[Type]) -> None:
-        """Allow ``types`` from now on (they were written)."""
-        with self.lock:
-            before = len(self.known)
-            self.known.update(types)
-            if len(self.known) != before:
-                self._version += 1
 
     def read(self, serde: Any, read: Callable[[Any], T]) -> T:
-        """``read(reader)``, with ``serde`` allowing the known types, as one read of the saver.
-
-        The types the store records are loaded only when the serializer
-        blocks a type in a read (a process reading what an earlier one
-        wrote): then, if that allows anything new, the read is done again.
-        A type still blocked is logged, once per type and saver.
-        """
+        """``read(reader)``, with the reader from :meth:`reader`; blocked classes are logged."""
         blocked: set[Type] = set()
         token = _reading.set(blocked)
         try:
             result = read(self.reader(serde))
-            if blocked and self._load_recorded():
-                blocked.clear()
-                result = read(self.reader(serde))
         finally:
             _reading.reset(token)
         if blocked:
-            self._report(blocked)
+            _report(blocked)
         return result
 
     def reader(self, serde: Any) -> Any:
-        """``serde`` allowing the known types too (a clone made once per change)."""
-        if self._waiting:
-            self._allow_imported()
-        if not self.known:
+        """``serde`` allowing the declared and written classes too (cloned once per change)."""
+        version, written = _allowed
+        if not written and not self.extra:
             return serde
         found = self._readers.get(id(serde))
-        if found is not None and found[0] is serde and found[2] == self._version:
+        if found is not None and found[0] is serde and found[2] == version:
             return found[1]
         widen = getattr(serde, "with_msgpack_allowlist", None)
-        clone = widen(sorted(self.known)) if widen is not None else serde
+        clone = widen(sorted(written | self.extra)) if widen is not None else serde
         if len(self._readers) > 64:
             self._readers.clear()
-        self._readers[id(serde)] = (serde, clone, self._version)
+        self._readers[id(serde)] = (serde, clone, version)
         return clone
 
-    def load(self) -> None:
-        """Read the types the store records (each allowed once its module is imported)."""
-        self._load_recorded()
 
-    def _load_recorded(self) -> bool:
-        """Load the recorded types once; whether that allowed any type not known before."""
-        if self._recorded is not None:
-            return False
-        recorded = set()
-        for key in self.store.keys(K.TYPES):
-            module, at = K.read_field(key, 0)
-            recorded.add((module, K.read_field(key, at)[0]))
-        self._recorded = recorded
-        self._waiting = recorded - self.known
-        before = self._version
-        self._allow_imported()
-        return self._version != before
+def _report(blocked: set[Type]) -> None:
+    with _lock:
+        fresh = sorted(blocked - _reported)[: max(0, _REPORTED_MAX - len(_reported))]
+        _reported.update(fresh)
+    for module, name in fresh:
+        logger.warning(
+            "SwarmStateSaver read a stored %s as its fields: nothing allows that class "
+            "(this process has not written it through a saver, and the application does not "
+            "declare it). If it is one of your graph's classes, allow it with "
+            "SwarmStateSaver(store, allow=[%s]), or allow=[YourState] to allow every class "
+            "your graph's state schema declares",
+            _shown(f"{module}.{name}"),
+            _shown(name),
+        )
 
-    def _allow_imported(self) -> None:
-        ready = {named for named in self._waiting if _imported(named)}
-        if ready:
-            self._waiting -= ready
-            self.add(ready)
 
-    def _report(self, blocked: set[Type]) -> None:
-        with self.lock:
-            fresh = sorted(blocked - self.reported)[: max(0, 1024 - len(self.reported))]
-            self.reported.update(fresh)
-        for module, name in fresh:
-            logger.warning(
-                "SwarmStateSaver read a stored %s.%s as its fields: its serializer does not "
-                "allow that type, which this process has not written through the saver. Allow "
-                "it with SwarmStateSaver(store, serde=strict_serializer(allow=[%s])), or set "
-                "LANGGRAPH_STRICT_MSGPACK=true (LangGraph then allows the types of your "
-                "graph's state)",
-                module,
-                name,
-                name,
+def _shown(name: str) -> str:
+    """A class name read from the store, as a log line may show it (escaped unless plain)."""
+    if all(part.isidentifier() for part in name.split(".")) and len(name) <= 200:
+        return name
+    return repr(name[:200])
+
+
+# -- walking classes and values -------------------------------------------------------
+
+_fields: dict[type, Callable[[Any], Iterable[Any]]] = {}
+"""Per class: what the serializer writes of an instance (the values to walk next)."""
+
+
+def _fields_of(cls: type) -> Callable[[Any], Iterable[Any]]:
+    """How to get the values the serializer writes of a ``cls`` instance."""
+    if issubclass(cls, enum.Enum):
+        return lambda member: (member.value,)
+    if issubclass(cls, BaseModel):
+        if _fields_are_dumped(cls):
+            return lambda model: (
+                *model.__dict__.values(),
+                *(model.__pydantic_extra__ or {}).values(),
             )
+        return lambda model: (model.model_dump(),)  # computed or serialized: what is written
+    if issubclass(cls, dict):
+        return lambda mapping: (*mapping, *mapping.values())
+    if issubclass(cls, (tuple, list, set, frozenset, deque)):  # NamedTuple and the like
+        return _same
+    if issubclass(cls, BaseException):  # written as its repr
+        return _none
+    names: list[str] = []
+    if dataclasses.is_dataclass(cls):
+        names = [field.name for field in dataclasses.fields(cls)]
+    else:
+        for klass in cls.__mro__:
+            slots = vars(klass).get("__slots__", ())
+            names += [slots] if isinstance(slots, str) else list(slots)
+        names = [name for name in names if name not in ("__dict__", "__weakref__")]
+    plain = "__dict__" in dir(cls) and not dataclasses.is_dataclass(cls)
+    if not names and not plain:
+        return _none  # datetime, UUID, Decimal, ...: written from plain data
+    getters = [operator.attrgetter(name) for name in names]
+
+    def values(obj: Any) -> list[Any]:
+        found = []
+        for get in getters:
+            with contextlib.suppress(AttributeError):  # an unset slot
+                found.append(get(obj))
+        if plain:
+            found.extend(getattr(obj, "__dict__", {}).values())
+        return found
+
+    return values
 
 
-def _imported(named: Type) -> bool:
-    """Whether ``module.name`` is a class of a module this process has already imported."""
-    module = sys.modules.get(named[0])
-    return module is not None and isinstance(getattr(module, named[1], None), type)
+_dumps: dict[type, bool] = {}
+"""Per class: whether :func:`_fields_are_dumped` holds."""
+
+
+def _fields_are_dumped(cls: type) -> bool:
+    """Whether the serializer writes a ``cls`` instance's fields as they are (a plain model)."""
+    if not issubclass(cls, BaseModel):
+        return False
+    decorators = cls.__pydantic_decorators__
+    return (
+        cls.model_dump is BaseModel.model_dump
+        and not cls.__pydantic_computed_fields__
+        and not decorators.field_serializers
+        and not decorators.model_serializers
+    )
+
+
+def _same(obj: Any) -> Any:
+    return obj
+
+
+def _none(obj: Any) -> tuple[()]:
+    return ()
 
 
 def _walk(cls: Any, seen: set[Any], named: set[Type]) -> None:
@@ -226,9 +358,16 @@ def _walk(cls: Any, seen: set[Any], named: set[Type]) -> None:
         return
     if not isinstance(cls, type) or cls.__module__ == "builtins":
         return
-    named.add((cls.__module__, cls.__name__))
+    schema = issubclass(cls, dict) and hasattr(cls, "__total__")  # a TypedDict: a dict when stored
+    if not schema:
+        named.add((cls.__module__, cls.__name__))
     hints: dict[str, Any] = {}
-    if dataclasses.is_dataclass(cls) or hasattr(cls, "model_fields") or hasattr(cls, "_fields"):
+    if (
+        schema
+        or dataclasses.is_dataclass(cls)
+        or hasattr(cls, "model_fields")
+        or hasattr(cls, "_fields")
+    ):
         with contextlib.suppress(Exception):  # annotations that do not resolve: none
             hints = typing.get_type_hints(cls)
     for hint in hints.values():

@@ -132,7 +132,11 @@ ACTIVITY: Final = ROOT + "a"
 REGISTRY: Final = ROOT + "n"
 """Every thread once: ``F(thread)``."""
 TYPES: Final = ROOT + "y"
-"""The classes the graphs wrote as LangGraph object extensions: ``F(module) F(name)``."""
+"""Where earlier releases recorded the classes graphs wrote (``F(module) F(name)``).
+
+Never written now, and never read: what a reader revives is named by code,
+not by stored data (:mod:`.allowlist`). A store that holds such rows keeps
+them, unused."""
 META: Final = ROOT + "m"
 """What the saver records about the store's data (which indexes are complete)."""
 PERIOD_DIGITS: Final = 8

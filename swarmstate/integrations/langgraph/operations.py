@@ -187,7 +187,6 @@ class ThreadMethods(AsyncMethods):
         and may well be whole. ``thread_ids`` limits the check.
         """
         problems: _List[dict[str, str]] = []
-        self._allowlist.load()  # every type the store records, for a read of all
         fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
         threads = self.list_threads() if thread_ids is None else [*thread_ids]
         for thread_id in threads:

@@ -25,7 +25,9 @@ Design points:
   the store, correct when another process wrote it. The caches hold only
   immutable, named content (see :mod:`.values`).
 * Deserialization goes through LangGraph's ``JsonPlusSerializer`` in strict
-  msgpack-allowlist mode with no pickle fallback, unless you pass a serde.
+  msgpack-allowlist mode with no pickle fallback, unless you pass a serde;
+  what it revives besides LangGraph's safe set is named by code, never by
+  stored data (:mod:`.allowlist`).
 * The sync methods are the implementation; async ones call them directly on
   the in-memory store (it never blocks) and in a worker thread otherwise.
 """
@@ -62,12 +64,14 @@ try:
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+    from swarmstate.integrations.langgraph import allowlist
+
     # These need msgpack, from the same extra.
     from swarmstate.integrations.langgraph import entry as E
     from swarmstate.integrations.langgraph import guard as G
     from swarmstate.integrations.langgraph import reads as R
     from swarmstate.integrations.langgraph import threads as T
-    from swarmstate.integrations.langgraph.allowlist import Allowlist, classes_of
+    from swarmstate.integrations.langgraph.allowlist import Allowlist
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
@@ -118,19 +122,21 @@ class _StrictSerializer(JsonPlusSerializer):
         return super().loads_typed(data)
 
 
-def strict_serializer(allow: Sequence[type | tuple[str, str]] = ()) -> JsonPlusSerializer:
-    """LangGraph's serializer that revives only allowlisted types and never unpickles.
+def strict_serializer(allow: Sequence[Any] = ()) -> JsonPlusSerializer:
+    """LangGraph's serializer that revives only allowlisted classes and never unpickles.
 
     Args:
-        allow: More types to revive: classes, or ``(module, class name)``
-            pairs. (The saver also allows every type the graphs write through
-            it; this is for types read before any is written, by a process
-            that writes none, say.)
+        allow: More classes to revive: classes, each with the classes its
+            fields declare (pass the graph's state schema to allow all it
+            declares), or ``(module, class name)`` pairs. (A saver also
+            revives every class this process writes through a saver; this
+            is for a process that reads what another one wrote.)
 
     Values stored in the older ``"json"`` format are returned as plain data.
     """
     serde = _StrictSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
-    return serde.with_msgpack_allowlist(allow) if allow else serde
+    names = allowlist.declared(allow, "strict_serializer(allow=...)") if allow else ()
+    return serde.with_msgpack_allowlist(sorted(names)) if names else serde
 
 
 class SwarmStateSaver(ThreadMethods):
@@ -142,8 +148,17 @@ class SwarmStateSaver(ThreadMethods):
             exposed as :attr:`store`, so ``saver.store.snapshot()`` and
             ``saver.store.restore(snap)`` move every thread in time at once.
         serde: The serializer for checkpoint data; default
-            :func:`strict_serializer`. Graphs extend its allowlist with
-            their state types through ``with_allowlist``.
+            :func:`strict_serializer`. Besides LangGraph's safe set, reads
+            revive the classes ``allow`` declares, the classes this process
+            has written through any saver, and, in LangGraph's strict mode
+            (``LANGGRAPH_STRICT_MSGPACK=true``), the classes the graph's
+            schema declares (the runtime's ``with_allowlist``); never a
+            class named only by stored data.
+        allow: Classes reads revive besides those: classes, each with the
+            classes its fields declare, so ``allow=[State]`` (the graph's
+            state schema) allows every class the state holds, or
+            ``(module, class name)`` pairs. What a process needs to read
+            what another process wrote.
         cache_bytes: Memory for the serialized list values (and values
             stored apart, such as a DeltaChannel's snapshot) of recently
             written or read checkpoints, serialized messages by content and
@@ -178,6 +193,7 @@ class SwarmStateSaver(ThreadMethods):
         cache_bytes: int = _CACHE_BYTES,
         retention: Retention | None = None,
         compress: bool | None = None,
+        allow: Sequence[Any] = (),
     ) -> None:
         if store is not None and not isinstance(store, BaseStore):
             hint = ""
@@ -212,7 +228,7 @@ class SwarmStateSaver(ThreadMethods):
         plain = type(self.serde).dumps_typed is JsonPlusSerializer.dumps_typed
         self._values = Values(self.store, cache_bytes, compress, self.serde if plain else None)
         self._retainer = Retainer(self.store, self._values)
-        self._allowlist = Allowlist(self.store)
+        self._allowlist = Allowlist(allowlist.declared(allow, "allow") if allow else frozenset())
         self._guards = Guards(self.store)
         self.retention = retention
         # Store names derived from ids (pure functions of them, so never stale),
@@ -488,9 +504,8 @@ class SwarmStateSaver(ThreadMethods):
                     self._run_names.clear()
                 names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
             index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
-        learned = self._allowlist.new(built.classes)
-        if learned:
-            index += self._allowlist.rows(learned)
+        # Learned before the write: a write the store refuses teaches them too.
+        allowlist.learn(built.classes)
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
         # the thread's claim, if any, is checked (guard).
         self._guards.write(
@@ -503,8 +518,6 @@ class SwarmStateSaver(ThreadMethods):
             lenders=built.lenders,
             made=checkpoint_id,
         )
-        if learned:
-            self._allowlist.add(learned)
         self._indexed = True
         self._values.cache(built)
         self._values.remember(
@@ -634,12 +647,12 @@ class SwarmStateSaver(ThreadMethods):
                 else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
             (special if idx < 0 else regular).append(entry)
-            found |= classes_of(value)
+            found |= allowlist.classes_in(value, type_, raw)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
             existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
-        learned = self._allowlist.new(found)
+        allowlist.learn(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         try:
             self._guards.write(
@@ -647,14 +660,11 @@ class SwarmStateSaver(ThreadMethods):
                 G.fence_of(conf),
                 built_on,
                 special or regular,
-                ensure=self._allowlist.rows(learned) if learned else (),
                 if_absent=not special,
             )
         except ThreadDeletedError:
             self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=True)
             raise
-        if learned:
-            self._allowlist.add(learned)
         if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
             # Refused while they were written: they go with their checkpoint.
             self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)

@@ -61,11 +61,10 @@ import ormsgpack
 from swarmstate._base import BaseStore
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
+from swarmstate.integrations.langgraph import allowlist, legacy
 from swarmstate.integrations.langgraph import entry as E
 from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import legacy
 from swarmstate.integrations.langgraph import sharing as S
-from swarmstate.integrations.langgraph.allowlist import classes_of
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, inflate_envelope, pack_envelope
 from swarmstate.integrations.langgraph.revive import Reviver
@@ -273,7 +272,7 @@ class Values:
                 classes |= contents.kinds
             else:
                 kind, data = serde.dumps_typed(value)
-                classes |= classes_of(value)
+                classes |= allowlist.classes_in(value, kind, data)
             if len(data) <= INLINE_MAX:
                 forms[channel] = [BLOB, kind, data if type(data) is bytes else bytes(data)]
                 continue
