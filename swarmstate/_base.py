@@ -13,8 +13,8 @@ bool ``reverse``, a ``limit`` in range) and traffic in stored bytes (only
 
 Required primitives (abstract):
     _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
-    _put_many, _delete_many, clear, snapshot, _restore, snapshots,
-    _snapshot_get, _snapshot_keys, _snapshot_diff.
+    _put_many, _put_required, _delete_many, _write, clear, snapshot,
+    _restore, snapshots, _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
     _read, _put, _delete_prefix, _copy_prefix, _reclaim, close.
@@ -28,7 +28,19 @@ Argument checks, first failure wins:
     * ``set_many``: the flags, then the ``ensure`` entries, then the items,
       each entry's shape, namespace, key, then value (a codec error, or
       :class:`InvalidArgumentError` for a raw value that is not bytes);
-    * pairs (``get_many``, ``delete_many``): each pair's shape, then its names.
+    * pairs (``get_many``, ``delete_many``): each pair's shape, then its names;
+    * ``write``: the transaction's type, ``if_absent``, ``raw``, each
+      condition (its kind, names, then a ``Holds``'s bytes), the sets (as
+      ``set_many``'s items), the deletes (as pairs), then the prefixes.
+
+The transaction primitive. ``write(Transaction(...))`` is the one write that
+takes everything: conditions (a key :class:`~swarmstate.Absent`,
+:class:`~swarmstate.Present`, or holding given bytes, :class:`~swarmstate.Holds`;
+a key range of a namespace :class:`~swarmstate.Empty`), then prefix deletes,
+deletes and sets, all or nothing: when a condition fails nothing is written
+and :class:`ConflictError` names it. The batch methods (``set_many`` with its
+``if_absent``/``ensure``/``require``, ``delete_many``, ``delete_prefix``) are
+narrower cases of it that keep primitives of their own, their hot paths.
 
 Ordering: keys within a namespace, and namespaces, are ordered by Unicode code
 point (Python's ``str`` order; SQLite's BINARY collation; byte order of UTF-8
@@ -51,10 +63,13 @@ from typing import Any, ClassVar, Protocol, Self
 from swarmstate._checks import (
     MAX_LIMIT,
     Bound,
+    Checked,
     Limit,
     Pair,
     Requirement,
     Row,
+    Transaction,
+    WriteResult,
     check_flag,
     check_key,
     check_max_history,
@@ -62,6 +77,7 @@ from swarmstate._checks import (
     check_range,
     checked_pairs,
     checked_requirements,
+    checked_transaction,
     encoded_rows,
     unmet,
 )
@@ -328,6 +344,28 @@ class BaseStore(abc.ABC):
             return 0
         return self._put_many(rows, if_absent, defaults)
 
+    def write(self, transaction: Transaction) -> WriteResult:
+        """Run ``transaction`` atomically: its conditions, then its writes, all or nothing.
+
+        Every condition is checked against the store as it was before the
+        transaction; then ``prefix_deletes``, ``deletes`` and ``sets`` apply,
+        in that order. Everything is validated and encoded before anything
+        changes. One transaction on a file, one round trip on PostgreSQL, one
+        step under the store's lock in memory (where a plain ``set()``, which
+        takes no lock, is not ordered with it).
+
+        Returns:
+            How many entries were written and how many were deleted.
+
+        Raises:
+            ConflictError: A condition did not hold; the message names it.
+                Nothing was written.
+        """
+        checked = checked_transaction(transaction)
+        if not (checked.conditions or checked.rows or checked.deletes or checked.prefixes):
+            return WriteResult(0, 0)
+        return self._write(checked)
+
     def delete(self, namespace: str, key: str) -> bool:
         """Remove ``(namespace, key)``; True if it existed."""
         check_key(namespace, key)
@@ -465,6 +503,16 @@ class BaseStore(abc.ABC):
 
         ``require`` is not empty; ``rows`` and ``ensure`` may both be (then
         only the check runs). :func:`check_conditions` raises when one breaks.
+        """
+
+    @abc.abstractmethod
+    def _write(self, transaction: Checked) -> WriteResult:
+        """Backend hook for :meth:`write`: one atomic step, the conditions first.
+
+        The transaction is not empty. Conditions are checked in order against
+        the state before the transaction; the first that fails raises
+        :func:`~swarmstate._checks.conflict` and nothing is written. Then the
+        prefixes, the pairs and the rows (which may repeat keys), in that order.
         """
 
     @abc.abstractmethod

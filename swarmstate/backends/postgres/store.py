@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import Bound, Checked, Limit, Pair, Requirement, Row, WriteResult
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
@@ -223,6 +223,9 @@ class PostgresStore(BaseStore):
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
         return writes.put_required(self._session, rows, if_absent, ensure, require)
+
+    def _write(self, transaction: Checked) -> WriteResult:
+        return writes.write(self._session, transaction)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
         found_as = self._session.found_as
