@@ -13,11 +13,12 @@ bool ``reverse``, a ``limit`` in range) and traffic in stored bytes (only
 
 Required primitives (abstract):
     _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
-    _put_many, _put_required, _delete_many, _write, clear, snapshot,
-    _restore, snapshots, _snapshot_get, _snapshot_keys, _snapshot_diff.
+    _put_many, _put_required, _write, clear, snapshot, _restore, snapshots,
+    _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
-    _read, _put, _delete_prefix, _copy_prefix, _reclaim, close.
+    _read, _put, _delete_many and _delete_prefix (cases of ``_write``),
+    _copy_prefix, _reclaim, close.
 
 Argument checks, first failure wins:
     * names (namespace, key, prefix, range bounds): a ``str`` that has a
@@ -38,9 +39,11 @@ takes everything: conditions (a key :class:`~swarmstate.Absent`,
 :class:`~swarmstate.Present`, or holding given bytes, :class:`~swarmstate.Holds`;
 a key range of a namespace :class:`~swarmstate.Empty`), then prefix deletes,
 deletes and sets, all or nothing: when a condition fails nothing is written
-and :class:`ConflictError` names it. The batch methods (``set_many`` with its
-``if_absent``/``ensure``/``require``, ``delete_many``, ``delete_prefix``) are
-narrower cases of it that keep primitives of their own, their hot paths.
+and :class:`ConflictError` names it. ``delete_many`` and ``delete_prefix`` are
+its cases (their primitives default to ``_write``; a backend keeps its own
+where that is faster), and so is ``set_many`` (with its
+``if_absent``/``ensure``/``require``), which keeps primitives of its own: its
+one-statement hot paths.
 
 Ordering: keys within a namespace, and namespaces, are ordered by Unicode code
 point (Python's ``str`` order; SQLite's BINARY collation; byte order of UTF-8
@@ -515,18 +518,13 @@ class BaseStore(abc.ABC):
         prefixes, the pairs and the rows (which may repeat keys), in that order.
         """
 
-    @abc.abstractmethod
     def _delete_many(self, pairs: list[Pair]) -> int:
         """Remove the pairs (at least one, maybe repeated) atomically; how many existed."""
+        return self._write(Checked([], [], pairs, [], False)).deleted
 
     def _delete_prefix(self, prefix: str) -> int:
-        """Remove every entry under ``prefix``.
-
-        Backends override this to do it atomically without touching other
-        namespaces; this default is correct for a single writer only.
-        """
-        pairs = [(ns, k) for ns in self._namespaces(prefix) for k in self.keys(ns)]
-        return self._delete_many(pairs) if pairs else 0
+        """Remove every entry under ``prefix`` atomically; how many there were."""
+        return self._write(Checked([], [], [], [prefix], False)).deleted
 
     def _copy_prefix(self, source: str, target: str) -> int:
         """Copy the namespaces under ``source`` to ``target``; correct for one writer only."""

@@ -132,7 +132,7 @@ Condition = Absent | Present | Holds | Empty
 """What a :class:`Transaction` may require before it writes."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Transaction:
     """Conditions, then writes, that :meth:`~swarmstate.BaseStore.write` runs all or nothing.
 

@@ -262,6 +262,7 @@ class Store(BaseStore):
         return data == condition.data
 
     def _delete_many(self, pairs: list[Pair]) -> int:
+        # Its own loop, not _write: through it a delete costs about 1 us more (near twice).
         removed = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
@@ -270,16 +271,6 @@ class Store(BaseStore):
                     dirty[k] = None
                     removed += 1
         return removed
-
-    def _delete_prefix(self, prefix: str) -> int:
-        with self._lock:
-            self._fold()
-            doomed = [(ns, key) for ns in self._names_under(prefix) for key in self._keys[ns]]
-            flat, dirty = self._flat, self._dirty
-            for k in doomed:
-                del flat[k]
-                dirty[k] = None
-        return len(doomed)
 
     def _copy_prefix(self, source: str, target: str) -> int:
         with self._lock:

@@ -170,7 +170,13 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             if_absent: bool,
         ) -> None:
             conditions = [condition_of(d, self.model) for d in drawn]
-            transaction = ss.Transaction(conditions, sets, deletes, prefixes, if_absent)
+            transaction = ss.Transaction(
+                conditions=conditions,
+                sets=sets,
+                deletes=deletes,
+                prefix_deletes=prefixes,
+                if_absent=if_absent,
+            )
             if not all(holds(c, self.model) for c in conditions):
                 with pytest.raises(ss.ConflictError):
                     self.store.write(transaction)

@@ -8,8 +8,10 @@ tables are described in :mod:`.schema`.
 
 Path 1's statements for batches of several rows are made from their shape:
 :func:`put_fast_when` (up to 8 rows under up to 8 conditions, each that a
-key holds no value or holds one), made when a shape first runs and kept,
-and :data:`PUT_IF_ABSENT_UNLESS` (1 to 32 rows, 32 texts built at import by
+key holds no value or holds one) and :func:`put_one_when` (one row of
+``store.write`` under up to 8 conditions, key ranges that must be empty
+among them), made when a shape first runs and kept, and
+:data:`PUT_IF_ABSENT_UNLESS` (1 to 32 rows, 32 texts built at import by
 :func:`put_if_absent_unless`).
 """
 

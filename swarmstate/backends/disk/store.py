@@ -245,7 +245,8 @@ class DiskStore(BaseStore):
         return self._db.write("write", writes.transaction(transaction))
 
     def _delete_prefix(self, prefix: str) -> int:
-        return self._db.write("delete", lambda conn: writes.delete_prefix(conn, prefix))
+        deletes = Checked([], [], [], [prefix], False)
+        return self._db.write("delete", writes.transaction(deletes)).deleted
 
     def _copy_prefix(self, source: str, target: str) -> int:
         high = prefix_upper_bound(source)

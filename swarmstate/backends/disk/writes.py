@@ -13,7 +13,10 @@ fallback of the ones before, and tells apart what made them fall through.
      checkpoints it took stored bytes from exist; :func:`unless`): one row
      under one "no value", ``PUT_FAST_UNLESS``; up to 8 rows under up to 8
      conditions, :func:`.statements.put_fast_when`; ``if_absent`` with 1 to 32
-     rows under one "no value" (pending writes), ``PUT_IF_ABSENT_UNLESS[n]``.
+     rows under one "no value" (pending writes), ``PUT_IF_ABSENT_UNLESS[n]``;
+   * ``write`` of one set under up to 8 conditions, each that a key has no
+     value, has one, or that a key range is empty (a checkpoint under its
+     thread's guard): :func:`one_row`, :func:`.statements.put_one_when`.
 
    Nothing is written when the condition fails, when a row a snapshot still
    needs would be overwritten, or when the file is busy: path 2 (no
@@ -26,10 +29,13 @@ fallback of the ones before, and tells apart what made them fall through.
 3. **The checked transaction** (:func:`checked`): ``set_many(require=...)``
    that path 1 did not write. Each condition's key is read inside the
    transaction and checked (:class:`~swarmstate.ConflictError` when one
-   breaks), then path 2's statements run in the same transaction.
+   breaks), then path 2's statements run in the same transaction. Every
+   ``write`` that path 1 did not write runs :func:`transaction` likewise: its
+   conditions (the first that breaks is named), then :func:`delete_prefix`,
+   :func:`delete` and path 2's statements.
 
-Deletes run :func:`delete` inside a write transaction. The statements are
-in :mod:`.statements`, in the same order.
+``delete_many`` and ``delete_prefix`` are such transactions with nothing but
+deletes. The statements are in :mod:`.statements`, in the same order.
 """
 
 from __future__ import annotations
