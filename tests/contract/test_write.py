@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -264,3 +265,41 @@ def test_a_bad_write_is_refused_before_anything_is_written(store: ss.BaseStore) 
     with pytest.raises(ss.UnsupportedTypeError):
         store.write(Transaction(prefix_deletes=["ns"], sets=[("a", "k", 1), ("a", "j", {1})]))
     assert everything(store) == before
+
+
+def test_appends_from_many_threads_under_an_empty_condition_lose_none(
+    store: ss.BaseStore,
+) -> None:
+    # Each worker reads the latest key of a log and appends the next one only if
+    # nothing was appended since (no key at or after it): conflicts retry, and
+    # the log ends with every append exactly once, in order.
+    per_worker, workers = 15, 4
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for _ in range(per_worker):
+                while True:
+                    latest = store.keys("log", reverse=True, limit=1)
+                    n = int(latest[0]) + 1 if latest else 0
+                    key = f"{n:04d}"
+                    since = [Empty("log", key)]
+                    append = Transaction(conditions=since, sets=[("log", key, worker)])
+                    try:
+                        store.write(append)
+                        break
+                    except ss.ConflictError:
+                        continue
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert store.keys("log") == [f"{n:04d}" for n in range(per_worker * workers)]
+    assert sorted(store.get_many([("log", k) for k in store.keys("log")])) == sorted(
+        w for w in range(workers) for _ in range(per_worker)
+    )
