@@ -6,7 +6,16 @@ LangGraph checkpointer over any of them.
 """
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, PRESENT
+from swarmstate._checks import (
+    ABSENT,
+    PRESENT,
+    Absent,
+    Empty,
+    Holds,
+    Present,
+    Transaction,
+    WriteResult,
+)
 from swarmstate._codec import Ext, dumps, loads
 from swarmstate._errors import (
     CheckpointDeletedError,
@@ -37,18 +46,22 @@ __version__ = "0.1.0"
 __all__ = [
     "ABSENT",
     "PRESENT",
+    "Absent",
     "BaseStore",
     "CheckpointDeletedError",
     "ConflictError",
     "CorruptDataError",
     "DecodeError",
     "Diff",
+    "Empty",
     "Ext",
     "FencedError",
+    "Holds",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidKeyError",
     "MissingDependencyError",
+    "Present",
     "ReadOnlyStoreError",
     "ReclaimReport",
     "Snapshot",
@@ -58,8 +71,10 @@ __all__ = [
     "StoreClosedError",
     "SwarmStateError",
     "ThreadDeletedError",
+    "Transaction",
     "UnsupportedTypeError",
     "ValueOutOfRangeError",
+    "WriteResult",
     "dumps",
     "loads",
     "transfer",

@@ -13,11 +13,12 @@ bool ``reverse``, a ``limit`` in range) and traffic in stored bytes (only
 
 Required primitives (abstract):
     _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
-    _put_many, _delete_many, clear, snapshot, _restore, snapshots,
+    _put_many, _put_required, _write, clear, snapshot, _restore, snapshots,
     _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
-    _read, _put, _delete_prefix, _copy_prefix, _reclaim, close.
+    _read, _put, _delete_many and _delete_prefix (cases of ``_write``),
+    _copy_prefix, _reclaim, close.
 
 Argument checks, first failure wins:
     * names (namespace, key, prefix, range bounds): a ``str`` that has a
@@ -28,7 +29,21 @@ Argument checks, first failure wins:
     * ``set_many``: the flags, then the ``ensure`` entries, then the items,
       each entry's shape, namespace, key, then value (a codec error, or
       :class:`InvalidArgumentError` for a raw value that is not bytes);
-    * pairs (``get_many``, ``delete_many``): each pair's shape, then its names.
+    * pairs (``get_many``, ``delete_many``): each pair's shape, then its names;
+    * ``write``: the transaction's type, ``if_absent``, ``raw``, each
+      condition (its kind, names, then a ``Holds``'s bytes), the sets (as
+      ``set_many``'s items), the deletes (as pairs), then the prefixes.
+
+The transaction primitive. ``write(Transaction(...))`` is the one write that
+takes everything: conditions (a key :class:`~swarmstate.Absent`,
+:class:`~swarmstate.Present`, or holding given bytes, :class:`~swarmstate.Holds`;
+a key range of a namespace :class:`~swarmstate.Empty`), then prefix deletes,
+deletes and sets, all or nothing: when a condition fails nothing is written
+and :class:`ConflictError` names it. ``delete_many`` and ``delete_prefix`` are
+its cases (their primitives default to ``_write``; a backend keeps its own
+where that is faster), and so is ``set_many`` (with its
+``if_absent``/``ensure``/``require``), which keeps primitives of its own: its
+one-statement hot paths.
 
 Ordering: keys within a namespace, and namespaces, are ordered by Unicode code
 point (Python's ``str`` order; SQLite's BINARY collation; byte order of UTF-8
@@ -51,10 +66,13 @@ from typing import Any, ClassVar, Protocol, Self
 from swarmstate._checks import (
     MAX_LIMIT,
     Bound,
+    Checked,
     Limit,
     Pair,
     Requirement,
     Row,
+    Transaction,
+    WriteResult,
     check_flag,
     check_key,
     check_max_history,
@@ -62,6 +80,7 @@ from swarmstate._checks import (
     check_range,
     checked_pairs,
     checked_requirements,
+    checked_transaction,
     encoded_rows,
     unmet,
 )
@@ -335,6 +354,28 @@ class BaseStore(abc.ABC):
             return 0
         return self._put_many(rows, if_absent, defaults)
 
+    def write(self, transaction: Transaction) -> WriteResult:
+        """Run ``transaction`` atomically: its conditions, then its writes, all or nothing.
+
+        Every condition is checked against the store as it was before the
+        transaction; then ``prefix_deletes``, ``deletes`` and ``sets`` apply,
+        in that order. Everything is validated and encoded before anything
+        changes. One transaction on a file, one round trip on PostgreSQL, one
+        step under the store's lock in memory (where a plain ``set()``, which
+        takes no lock, is not ordered with it).
+
+        Returns:
+            How many entries were written and how many were deleted.
+
+        Raises:
+            ConflictError: A condition did not hold; the message names it.
+                Nothing was written.
+        """
+        checked = checked_transaction(transaction)
+        if not (checked.conditions or checked.rows or checked.deletes or checked.prefixes):
+            return WriteResult(0, 0)
+        return self._write(checked)
+
     def delete(self, namespace: str, key: str) -> bool:
         """Remove ``(namespace, key)``; True if it existed."""
         check_key(namespace, key)
@@ -475,17 +516,22 @@ class BaseStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def _write(self, transaction: Checked) -> WriteResult:
+        """Backend hook for :meth:`write`: one atomic step, the conditions first.
+
+        The transaction is not empty. Conditions are checked in order against
+        the state before the transaction; the first that fails raises
+        :func:`~swarmstate._checks.conflict` and nothing is written. Then the
+        prefixes, the pairs and the rows (which may repeat keys), in that order.
+        """
+
     def _delete_many(self, pairs: list[Pair]) -> int:
         """Remove the pairs (at least one, maybe repeated) atomically; how many existed."""
+        return self._write(Checked([], [], pairs, [], False)).deleted
 
     def _delete_prefix(self, prefix: str) -> int:
-        """Remove every entry under ``prefix``.
-
-        Backends override this to do it atomically without touching other
-        namespaces; this default is correct for a single writer only.
-        """
-        pairs = [(ns, k) for ns in self._namespaces(prefix) for k in self.keys(ns)]
-        return self._delete_many(pairs) if pairs else 0
+        """Remove every entry under ``prefix`` atomically; how many there were."""
+        return self._write(Checked([], [], [], [prefix], False)).deleted
 
     def _copy_prefix(self, source: str, target: str) -> int:
         """Copy the namespaces under ``source`` to ``target``; correct for one writer only."""

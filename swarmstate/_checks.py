@@ -10,22 +10,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
 from urllib.parse import unquote
 
 from swarmstate._codec import encode
-from swarmstate._errors import InvalidArgumentError, InvalidKeyError
+from swarmstate._errors import ConflictError, InvalidArgumentError, InvalidKeyError
 
 __all__ = [
     "ABSENT",
     "MAX_LIMIT",
     "MAX_VALUE_BYTES",
     "PRESENT",
+    "Absent",
     "Bound",
+    "Checked",
+    "Condition",
+    "Empty",
+    "Holds",
     "Limit",
     "Pair",
+    "Present",
     "Requirement",
     "Row",
+    "Transaction",
+    "WriteResult",
     "check_flag",
     "check_key",
     "check_max_history",
@@ -33,6 +42,8 @@ __all__ = [
     "check_range",
     "checked_pairs",
     "checked_requirements",
+    "checked_transaction",
+    "conflict",
     "encoded_rows",
     "hide_password",
     "unmet",
@@ -74,6 +85,113 @@ PRESENT: Final[Any] = _Expectation("PRESENT")
 
 Requirement = tuple[Pair, Any]
 """A checked condition: ``((namespace, key), ABSENT | PRESENT | stored bytes)``."""
+
+
+# -- the transaction primitive: store.write(Transaction(...)) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Absent:
+    """Condition of a :class:`Transaction`: ``(namespace, key)`` holds no value."""
+
+    namespace: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Present:
+    """Condition of a :class:`Transaction`: ``(namespace, key)`` holds a value (any)."""
+
+    namespace: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Holds:
+    """Condition of a :class:`Transaction`: ``(namespace, key)`` holds exactly ``data``.
+
+    ``data`` is the stored msgpack bytes, as ``items(raw=True)`` or
+    :func:`~swarmstate.dumps` gives them.
+    """
+
+    namespace: str
+    key: str
+    data: bytes
+
+    def __repr__(self) -> str:
+        # A value may be large: the condition is named by its key and size.
+        data = f"<{len(self.data)} bytes>" if type(self.data) is bytes else repr(self.data)
+        return f"Holds(namespace={self.namespace!r}, key={self.key!r}, data={data})"
+
+
+@dataclass(frozen=True, slots=True)
+class Empty:
+    """Condition of a :class:`Transaction`: no key of ``namespace`` in ``[start, stop)``.
+
+    ``start`` is inclusive, ``stop`` exclusive, and None leaves that side
+    unbounded (``Empty(ns)``: the namespace holds nothing). Keys compare as
+    in :meth:`~swarmstate.BaseStore.keys`, by code point.
+    """
+
+    namespace: str
+    start: str | None = None
+    stop: str | None = None
+
+
+Condition = Absent | Present | Holds | Empty
+"""What a :class:`Transaction` may require before it writes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transaction:
+    """Conditions, then writes, that :meth:`~swarmstate.BaseStore.write` runs all or nothing.
+
+    Every condition is checked first, against the store as it is before the
+    transaction; if one does not hold, nothing is written and
+    :class:`~swarmstate.ConflictError` names it. Otherwise the writes apply in
+    this order: ``prefix_deletes`` (every entry whose namespace starts with
+    one), then ``deletes`` (pairs), then ``sets``, so a key both deleted and
+    set ends up set.
+
+    Args:
+        conditions: :class:`Absent`, :class:`Present`, :class:`Holds` and
+            :class:`Empty` conditions, all of which must hold.
+        sets: ``(namespace, key, value)`` entries; a later one wins over an
+            earlier one with the same key (with ``if_absent``, the first).
+        deletes: ``(namespace, key)`` pairs to remove.
+        prefix_deletes: Namespace prefixes whose entries are removed.
+        if_absent: Leave keys that hold a value untouched (insert-or-ignore),
+            as ``set_many(if_absent=True)``.
+        raw: Every value of ``sets`` is already msgpack bytes, stored as it
+            is (as ``set_many(raw=True)``).
+    """
+
+    conditions: Iterable[Condition] = ()
+    sets: Iterable[tuple[str, str, Any]] = ()
+    deletes: Iterable[tuple[str, str]] = ()
+    prefix_deletes: Iterable[str] = ()
+    if_absent: bool = False
+    raw: bool = False
+
+
+class WriteResult(NamedTuple):
+    """What :meth:`~swarmstate.BaseStore.write` did."""
+
+    written: int
+    """Entries of ``sets`` written, counted as :meth:`~swarmstate.BaseStore.set_many`
+    counts them (with ``if_absent``, only those inserted)."""
+    deleted: int
+    """Entries removed by ``prefix_deletes`` and ``deletes`` (each counted once)."""
+
+
+class Checked(NamedTuple):
+    """A transaction after its checks: names valid, values encoded, iterables materialized."""
+
+    conditions: list[Condition]
+    rows: list[Row]
+    deletes: list[Pair]
+    prefixes: list[str]
+    if_absent: bool
 
 
 # -- argument checks -----------------------------------------------------------
@@ -182,8 +300,9 @@ def encoded_rows(
                 append(((ns, key), value if raw and type(value) is bytes else encode(value, raw)))
                 continue
         if type(entry) not in (tuple, list) or len(entry) != 3:
+            caller = "sets" if name == "sets" else "set_many"
             raise InvalidArgumentError(
-                f"set_many takes (namespace, key, value) tuples, got {entry!r}"
+                f"{caller} takes (namespace, key, value) tuples, got {entry!r}"
             )
         ns, key, value = entry
         check_key(ns, key)
@@ -251,6 +370,62 @@ def hide_password(text: str, conninfo: str) -> str:
     for secret in sorted(secrets - {""}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def checked_transaction(transaction: object) -> Checked:
+    """The checks of :meth:`~swarmstate.BaseStore.write`; raises before returning anything.
+
+    In order: the argument's type, the flags, each condition (its kind, then
+    its names, then a :class:`Holds`'s bytes), the sets (entry by entry, as
+    ``set_many`` checks its items), the deletes, then the prefixes.
+    """
+    if type(transaction) is not Transaction:
+        raise InvalidArgumentError(
+            "write takes a swarmstate.Transaction, got "
+            f"{type(transaction).__name__}: {transaction!r:.80}"
+        )
+    check_flag(transaction.if_absent, "if_absent")
+    check_flag(transaction.raw, "raw")
+    conditions: list[Condition] = []
+    for condition in _iterate(
+        transaction.conditions, "conditions", "Absent, Present, Holds or Empty conditions"
+    ):
+        kind = type(condition)
+        if kind is Absent or kind is Present or kind is Holds:
+            check_key(condition.namespace, condition.key)
+            if kind is Holds and type(condition.data) is not bytes:
+                raise InvalidArgumentError(
+                    "Holds takes the stored bytes (raw msgpack, as items(raw=True) returns "
+                    f"them), got {type(condition.data).__name__} for "
+                    f"({condition.namespace!r}, {condition.key!r})"
+                )
+        elif kind is Empty:
+            check_name(condition.namespace)
+            if condition.start is not None:
+                check_name(condition.start, "start")
+            if condition.stop is not None:
+                check_name(condition.stop, "stop")
+        else:
+            raise InvalidArgumentError(
+                "conditions takes Absent, Present, Holds or Empty conditions, got "
+                f"{kind.__name__}: {condition!r:.80}"
+            )
+        conditions.append(condition)
+    rows = encoded_rows(transaction.sets, transaction.raw, "sets")
+    deletes = checked_pairs(transaction.deletes, "deletes")
+    prefixes: list[str] = []
+    for prefix in _iterate(transaction.prefix_deletes, "prefix_deletes", "namespace prefixes"):
+        check_name(prefix, "prefix")
+        prefixes.append(prefix)
+    return Checked(conditions, rows, deletes, prefixes, transaction.if_absent)
+
+
+def conflict(condition: Condition) -> ConflictError:
+    """The error of a transaction whose ``condition`` did not hold."""
+    return ConflictError(
+        f"write required {condition!r}, which did not hold; the store changed since "
+        "it was read: read again and retry"
+    )
 
 
 def unmet(require: list[Requirement], found: list[bytes | None]) -> tuple[Pair, str] | None:

@@ -45,7 +45,21 @@ from typing import Any
 
 from swarmstate import _trie
 from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import (
+    Absent,
+    Bound,
+    Checked,
+    Condition,
+    Empty,
+    Holds,
+    Limit,
+    Pair,
+    Present,
+    Requirement,
+    Row,
+    WriteResult,
+    conflict,
+)
 from swarmstate._codec import loads
 from swarmstate._snapshot import Diff, Snapshot, evicted, sorted_diff
 from swarmstate._sorted import SortedKeys
@@ -203,7 +217,52 @@ class Store(BaseStore):
             written += 1
         return written
 
+    def _write(self, transaction: Checked) -> WriteResult:
+        conditions, rows, deletes, prefixes, if_absent = transaction
+        deleted = 0
+        with self._lock:
+            for condition in conditions:
+                if not self._holds(condition):
+                    raise conflict(condition)
+            flat, dirty = self._flat, self._dirty
+            if prefixes:
+                self._fold()
+                for prefix in prefixes:
+                    for ns in self._names_under(prefix):
+                        for key in self._keys[ns]:
+                            # The indexes are folded again only later: a key an
+                            # earlier prefix removed is still listed, and skipped.
+                            k = (ns, key)
+                            if flat.pop(k, MISSING) is not MISSING:
+                                dirty[k] = None
+                                deleted += 1
+            for k in deletes:
+                if flat.pop(k, MISSING) is not MISSING:
+                    dirty[k] = None
+                    deleted += 1
+            written = self._put_locked(rows, if_absent, []) if rows else 0
+        return WriteResult(written, deleted)
+
+    def _holds(self, condition: Condition) -> bool:
+        """Whether ``condition`` holds now; the caller holds the lock."""
+        kind = type(condition)
+        if kind is Empty:
+            assert isinstance(condition, Empty)
+            if self._dirty:  # the ordered key sets are folded lazily
+                self._fold()
+            found = self._keys.get(condition.namespace)
+            return found is None or not found.range(condition.start, condition.stop, False, 1)
+        assert isinstance(condition, Absent | Present | Holds)
+        data = self._flat.get((condition.namespace, condition.key))
+        if kind is Absent:
+            return data is None
+        if kind is Present:
+            return data is not None
+        assert isinstance(condition, Holds)
+        return data == condition.data
+
     def _delete_many(self, pairs: list[Pair]) -> int:
+        # Its own loop, not _write: through it a delete costs about 1 us more (near twice).
         removed = 0
         with self._lock:
             flat, dirty = self._flat, self._dirty
@@ -212,16 +271,6 @@ class Store(BaseStore):
                     dirty[k] = None
                     removed += 1
         return removed
-
-    def _delete_prefix(self, prefix: str) -> int:
-        with self._lock:
-            self._fold()
-            doomed = [(ns, key) for ns in self._names_under(prefix) for key in self._keys[ns]]
-            flat, dirty = self._flat, self._dirty
-            for k in doomed:
-                del flat[k]
-                dirty[k] = None
-        return len(doomed)
 
     def _copy_prefix(self, source: str, target: str) -> int:
         with self._lock:

@@ -12,7 +12,8 @@ Version 1 creates the tables (rows stamped with the store version that
 created and deleted them) and the write functions; 2 makes ``put_many``
 cheaper for new keys; 3 turns ordered range reads into functions; 4
 compresses large values with lz4; 5 adds ``put_ensure``; 6 names of any
-length and snapshot tokens; 7 ``require_all`` and ``put_checked``. Long
+length and snapshot tokens; 7 ``require_all`` and ``put_checked``; 8
+``put_checked`` checking its conditions itself, ``require_all`` dropped. Long
 lines are kept as they ran.
 """
 
@@ -676,5 +677,31 @@ _V7: Final[tuple[str, ...]] = (
         $fn$""",
 )
 
-RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7)
+_V8: Final[tuple[str, ...]] = (
+    """
+        CREATE OR REPLACE FUNCTION {schema}.put_checked(
+            c_ns bytea[], c_key bytea[], c_state smallint[], c_value bytea[],
+            e_ns bytea[], e_key bytea[], e_value bytea[],
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+        DECLARE
+            found_value bytea;
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(c_ns, 1), 0) LOOP
+                SELECT value INTO found_value FROM {schema}.entries
+                WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+                IF (c_state[i] = 0 AND FOUND) OR (c_state[i] > 0 AND NOT FOUND)
+                   OR (c_state[i] = 2 AND found_value <> c_value[i]) THEN
+                    RAISE EXCEPTION 'swarmstate: requirement % does not hold', i
+                        USING ERRCODE = 'SWRQ1';
+                END IF;
+            END LOOP;
+            RETURN {schema}.put_ensure(e_ns, e_key, e_value, p_ns, p_key, p_value, p_if_absent);
+        END
+        $fn$""",
+    "DROP FUNCTION IF EXISTS {schema}.require_all(bytea[], bytea[], smallint[], bytea[])",
+)
+
+RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7, _V8)
 """One tuple of statements per released schema version, oldest first."""

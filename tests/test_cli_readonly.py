@@ -63,6 +63,14 @@ def test_every_write_through_a_readonly_store_raises_and_changes_nothing(db: Pat
             "set_many require present": lambda: store.set_many(
                 [("a", "b", 1)], require=[("ns0", "k000", ss.PRESENT)]
             ),
+            # One row on conditions: the one-statement write; then the transaction.
+            "write one row": lambda: store.write(
+                ss.Transaction(conditions=[ss.Empty("a")], sets=[("a", "b", 1)])
+            ),
+            "write": lambda: store.write(ss.Transaction(prefix_deletes=["ns"])),
+            "write conditions": lambda: store.write(
+                ss.Transaction(conditions=[ss.Present("ns0", "k000")])
+            ),
             "delete": lambda: store.delete("ns0", "k000"),
             "delete_many": lambda: store.delete_many([("ns0", "k000")]),
             "delete_prefix": lambda: store.delete_prefix("ns"),

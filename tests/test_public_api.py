@@ -12,7 +12,13 @@ import swarmstate as ss
 EXPECTED = {
     "ABSENT",
     "PRESENT",
+    "Absent",
     "BaseStore",
+    "Empty",
+    "Holds",
+    "Present",
+    "Transaction",
+    "WriteResult",
     "ConflictError",
     "CheckpointDeletedError",
     "FencedError",

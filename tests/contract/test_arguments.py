@@ -127,6 +127,66 @@ def test_a_bad_batch_is_refused_alike_and_writes_nothing(
     assert store.namespaces() == ["ns"]
 
 
+def _write(**kwargs: Any) -> Call:
+    return lambda s: s.write(ss.Transaction(**kwargs))
+
+
+WRITE_CASES: list[tuple[Call, type[Exception], str]] = [
+    (
+        lambda s: s.write([("ns", "k", 1)]),
+        ss.InvalidArgumentError,
+        "takes a swarmstate.Transaction",
+    ),
+    (lambda s: s.write(None), ss.InvalidArgumentError, "NoneType"),
+    (_write(if_absent="yes"), ss.InvalidArgumentError, "if_absent must be True or False"),
+    (_write(raw=1), ss.InvalidArgumentError, "raw must be True or False"),
+    (_write(conditions=[("ns", "k", ss.ABSENT)]), ss.InvalidArgumentError, "got tuple"),
+    (_write(conditions=[ss.ABSENT]), ss.InvalidArgumentError, "ABSENT"),
+    (_write(conditions=5), ss.InvalidArgumentError, "conditions must be an iterable"),
+    (_write(conditions=[ss.Absent("ns", 1)]), ss.InvalidKeyError, "key must be a str"),
+    (_write(conditions=[ss.Present(SURROGATE, "k")]), ss.InvalidKeyError, repr(SURROGATE)),
+    (_write(conditions=[ss.Holds("ns", "k", 1)]), ss.InvalidArgumentError, "got int"),
+    (
+        _write(conditions=[ss.Holds("ns", "k", bytearray(b"x"))]),
+        ss.InvalidArgumentError,
+        "bytearray",
+    ),
+    (_write(conditions=[ss.Empty(None)]), ss.InvalidKeyError, "namespace must be a str"),
+    (_write(conditions=[ss.Empty("ns", 3)]), ss.InvalidKeyError, "start must be a str"),
+    (_write(conditions=[ss.Empty("ns", "a", b"z")]), ss.InvalidKeyError, "stop must be a str"),
+    # The first bad part wins: conditions, sets, deletes, then prefixes.
+    (
+        _write(conditions=[ss.Empty("ns", 3)], sets=[(1, "k", 1)]),
+        ss.InvalidKeyError,
+        "start must be a str",
+    ),
+    (
+        _write(sets=[("a", "k", object())], deletes=[("ns", 1)], prefix_deletes=[2]),
+        ss.UnsupportedTypeError,
+        "object",
+    ),
+    (_write(sets=[("a", "k")]), ss.InvalidArgumentError, "sets takes (namespace, key, value)"),
+    (_write(sets="abc"), ss.InvalidArgumentError, "sets must be an iterable"),
+    (_write(sets=[("a", "k", {})], raw=True), ss.InvalidArgumentError, "dict"),
+    (_write(deletes=[("ns", 1)], prefix_deletes=[2]), ss.InvalidKeyError, "key must be a str"),
+    (_write(deletes=[("ns",)]), ss.InvalidArgumentError, "('ns',)"),
+    (_write(deletes=3), ss.InvalidArgumentError, "deletes must be an iterable"),
+    (_write(prefix_deletes=["a", b"n"]), ss.InvalidKeyError, "prefix must be a str"),
+    (_write(prefix_deletes="ns"), ss.InvalidArgumentError, "prefix_deletes must be an iterable"),
+    (_write(prefix_deletes=[SURROGATE]), ss.InvalidKeyError, repr(SURROGATE)),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "shown"), WRITE_CASES)
+def test_a_bad_write_is_refused_alike_and_changes_nothing(
+    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+) -> None:
+    store.set("ns", "k", "kept")
+    _raises(store, call, error, shown)
+    assert store.items("ns") == [("k", "kept")]
+    assert store.namespaces() == ["ns"]
+
+
 PAIR_CASES: list[tuple[Call, type[Exception], str]] = [
     (lambda s: s.get_many([("ns", "k"), ("ns",)]), ss.InvalidArgumentError, "('ns',)"),
     (lambda s: s.get_many([("ns", 1)]), ss.InvalidKeyError, "1"),

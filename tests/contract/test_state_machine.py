@@ -45,6 +45,48 @@ VALUES = st.recursive(
 
 Model = dict[tuple[str, str], bytes]
 
+BOUNDS = st.none() | KEYS
+# A condition's kind and names; a Holds condition's bytes are drawn with it:
+# the model's bytes for the key (so that it can hold) or a value's.
+CONDITIONS = st.tuples(
+    st.sampled_from(["absent", "present", "holds", "holds_current", "empty"]),
+    NAMESPACES,
+    KEYS,
+    BOUNDS,
+    VALUES,
+)
+
+
+def condition_of(drawn: tuple[str, str, str, str | None, Any], model: Model) -> Any:
+    """The condition a drawn tuple describes, against the model's current bytes."""
+    kind, ns, key, bound, value = drawn
+    if kind == "absent":
+        return ss.Absent(ns, key)
+    if kind == "present":
+        return ss.Present(ns, key)
+    if kind == "holds":
+        return ss.Holds(ns, key, ss.dumps(value))
+    if kind == "holds_current":
+        return ss.Holds(ns, key, model.get((ns, key), b"\xc0"))
+    start, stop = (key, bound) if bound is None or key <= bound else (bound, key)
+    return ss.Empty(ns, start if start else None, stop)
+
+
+def holds(condition: Any, model: Model) -> bool:
+    if isinstance(condition, ss.Empty):
+        return not any(
+            ns == condition.namespace
+            and (condition.start is None or key >= condition.start)
+            and (condition.stop is None or key < condition.stop)
+            for ns, key in model
+        )
+    found = model.get((condition.namespace, condition.key))
+    if isinstance(condition, ss.Absent):
+        return found is None
+    if isinstance(condition, ss.Present):
+        return found is not None
+    return found == condition.data
+
 
 def model_diff(base: Model, later: Model) -> ss.Diff:
     return {
@@ -111,6 +153,46 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             for ns, key, value in items:
                 if not (if_absent and (ns, key) in self.model):
                     self.model[(ns, key)] = ss.dumps(value)
+
+        @rule(
+            drawn=st.lists(CONDITIONS, max_size=3),
+            sets=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=4),
+            deletes=st.lists(st.tuples(NAMESPACES, KEYS), max_size=3),
+            prefixes=st.lists(NAMESPACES, max_size=2),
+            if_absent=st.booleans(),
+        )
+        def write(
+            self,
+            drawn: list[tuple[str, str, str, str | None, Any]],
+            sets: list[tuple[str, str, Any]],
+            deletes: list[tuple[str, str]],
+            prefixes: list[str],
+            if_absent: bool,
+        ) -> None:
+            conditions = [condition_of(d, self.model) for d in drawn]
+            transaction = ss.Transaction(
+                conditions=conditions,
+                sets=sets,
+                deletes=deletes,
+                prefix_deletes=prefixes,
+                if_absent=if_absent,
+            )
+            if not all(holds(c, self.model) for c in conditions):
+                with pytest.raises(ss.ConflictError):
+                    self.store.write(transaction)
+                return
+            model = self.model
+            doomed = {k for k in model if any(k[0].startswith(p) for p in prefixes)}
+            doomed |= {k for k in deletes if k in model}
+            for k in doomed:
+                del model[k]
+            written = 0
+            for ns, key, value in sets:
+                if if_absent and (ns, key) in model:
+                    continue
+                model[(ns, key)] = ss.dumps(value)
+                written += 1
+            assert self.store.write(transaction) == ss.WriteResult(written, len(doomed))
 
         @rule(pairs=st.lists(st.tuples(NAMESPACES, KEYS), max_size=4))
         def delete_many(self, pairs: list[tuple[str, str]]) -> None:

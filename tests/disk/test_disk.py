@@ -806,3 +806,81 @@ def test_close_while_another_thread_writes_closes_every_connection(db: Path, tri
     store.close()
     with DiskStore(db) as again:  # what was acknowledged is there
         assert again.count("ns") == 50
+
+
+def _traced(store: DiskStore) -> list[str]:
+    """Every statement the store's write connection runs from now on, as its text."""
+    seen: list[str] = []
+
+    def trace(cursor: Any, statement: str, bindings: Any) -> bool:
+        seen.append(" ".join(statement.split()))
+        return True
+
+    store._db._write_conn().exec_trace = trace
+    return seen
+
+
+def test_a_guarded_write_of_one_row_is_one_statement(db: Path) -> None:
+    """A checkpoint under its thread's guard: no transaction around it, one INSERT."""
+    store = DiskStore(db)
+    store.set("tomb", "z", 1)
+    seen = _traced(store)
+    guard = [ss.Absent("claims", "t"), ss.Empty("tomb", None, "m"), ss.Present("tomb", "z")]
+    assert store.write(ss.Transaction(conditions=guard, sets=[("t", "c1", 1)])).written == 1
+    assert len(seen) == 1
+    assert seen[0].startswith("INSERT OR IGNORE INTO entries")
+    seen.clear()
+    # A broken condition: the statement writes nothing, and the transaction says why.
+    with pytest.raises(ss.ConflictError, match="Empty"):
+        store.write(ss.Transaction(conditions=[ss.Empty("tomb", "a")], sets=[("t", "c2", 2)]))
+    assert seen[1:2] == ["BEGIN IMMEDIATE"]
+    assert seen[-1] == "ROLLBACK"
+    assert store.keys("t") == ["c1"]
+    store.close()
+
+
+def _racing_writer(path: str, worker: int, rounds: int, start: Any, results: Any) -> None:
+    """Each round, write under conditions that only one of the racers can meet."""
+    with DiskStore(path) as store:
+        for n in range(rounds):
+            start.wait()
+            claim = ss.Transaction(
+                conditions=[ss.Absent("claim", f"{n}")], sets=[("claim", f"{n}", worker)]
+            )
+            # Each racer's key is its own, but falls in the range the other requires empty.
+            mark = ss.Transaction(
+                conditions=[ss.Empty("marks", f"{n}/", f"{n}0")],
+                sets=[("marks", f"{n}/{worker}", worker)],
+            )
+            for kind, transaction in (("claim", claim), ("mark", mark)):
+                try:
+                    store.write(transaction)
+                    results.put((kind, n, worker))
+                except ss.ConflictError:
+                    pass
+
+
+@pytest.mark.slow
+def test_processes_racing_a_conditioned_write_have_one_winner(db: Path) -> None:
+    DiskStore(db).close()
+    rounds, workers = 40, 2
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Barrier(workers), context.Queue()
+    procs = [
+        context.Process(target=_racing_writer, args=(str(db), w, rounds, start, results))
+        for w in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    won = [results.get(timeout=120) for _ in range(2 * rounds)]
+    for proc in procs:
+        proc.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0] * workers
+    assert results.empty()
+    with DiskStore(db) as store:
+        for kind in ("claim", "mark"):
+            winners = {n: w for k, n, w in won if k == kind}
+            assert sorted(winners) == list(range(rounds))  # one winner a round
+            keys = {"claim": "{n}", "mark": "{n}/{w}"}[kind]
+            expected = sorted((keys.format(n=n, w=w), w) for n, w in winners.items())
+            assert store.items("claim" if kind == "claim" else "marks") == expected

@@ -92,6 +92,14 @@ def test_setup_brings_a_schema_of_each_earlier_version_to_the_schema_in_force(
     migrated.restore(before)
     assert migrated.delete_prefix("t/") == 1
     assert migrated.items("idx") == [("k", 0)]
+    done = migrated.write(
+        ss.Transaction(
+            conditions=[ss.Empty("t/a"), ss.Present("idx", "k")],
+            prefix_deletes=["idx"],
+            sets=[("t/a", "k", 3)],
+        )
+    )
+    assert done == ss.WriteResult(written=1, deleted=1)
 
 
 def test_every_earlier_version_has_the_statements_its_release_ran() -> None:

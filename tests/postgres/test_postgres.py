@@ -668,6 +668,56 @@ def test_require_works_before_setup_brings_the_schema_to_version_7(
     assert store.get("ns", long) == 4
 
 
+@pytest.mark.parametrize("version", [6, 8])
+def test_write_works_before_setup_brings_the_schema_to_version_9(
+    pg_conninfo: str, pg_store_factory: Any, version: int
+) -> None:
+    # Before version 9 there is no write_all: the conditions are read under
+    # the store's lock and the writes follow in the same transaction.
+    schema = f"write_at_version_{version}"
+    create_schema_at_version(pg_conninfo, schema, version)
+    long = "k" * 3000
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
+        old.set_many([("t/a", "k", 1), ("t/b", "k", 2), ("log", "b", 3), ("ns", long, 4)])
+        before = old.snapshot()
+        for broken in (
+            ss.Absent("t/a", "k"),
+            ss.Present("t/a", "x"),
+            ss.Holds("log", "b", ss.dumps(4)),
+            ss.Empty("log", "a", "c"),
+            ss.Absent("ns", long),
+        ):
+            with pytest.raises(ss.ConflictError, match=type(broken).__name__):
+                old.write(ss.Transaction(conditions=[broken], prefix_deletes=["t/"]))
+        got = old.write(
+            ss.Transaction(
+                conditions=[
+                    ss.Present("ns", long),
+                    ss.Holds("log", "b", ss.dumps(3)),
+                    ss.Empty("log", "c"),
+                    ss.Empty("log", None, "b"),
+                ],
+                prefix_deletes=["t/"],
+                deletes=[("log", "b"), ("log", "b")],
+                sets=[("t/a", "k", 10), ("ns", long, 11)],
+            )
+        )
+        assert got == ss.WriteResult(written=2, deleted=3)
+        assert old.write(ss.Transaction(sets=[("t/a", "k", 12)], if_absent=True)).written == 0
+        assert old.snapshot().diff(before) == {
+            "added": [],
+            "removed": [("log", "b"), ("t/b", "k")],
+            "changed": [("ns", long), ("t/a", "k")],
+        }
+        assert len(old) == 2
+    store = pg_store_factory(schema=schema)  # setup() brings it to the schema in force
+    store.restore(before)
+    assert store.get_many([("t/a", "k"), ("t/b", "k"), ("log", "b"), ("ns", long)]) == [1, 2, 3, 4]
+    with pytest.raises(ss.ConflictError, match="Empty"):
+        store.write(ss.Transaction(conditions=[ss.Empty("log", "a", "c")], sets=[("x", "y", 1)]))
+    assert store.write(ss.Transaction(prefix_deletes=["t/"])) == ss.WriteResult(0, 2)
+
+
 def test_a_bad_conninfo_fails_at_once_with_its_cause(pg_conninfo: str) -> None:
     from swarmstate.integrations.langgraph import SwarmStateSaver
 

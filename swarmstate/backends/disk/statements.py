@@ -8,8 +8,10 @@ tables are described in :mod:`.schema`.
 
 Path 1's statements for batches of several rows are made from their shape:
 :func:`put_fast_when` (up to 8 rows under up to 8 conditions, each that a
-key holds no value or holds one), made when a shape first runs and kept,
-and :data:`PUT_IF_ABSENT_UNLESS` (1 to 32 rows, 32 texts built at import by
+key holds no value or holds one) and :func:`put_one_when` (one row of
+``store.write`` under up to 8 conditions, key ranges that must be empty
+among them), made when a shape first runs and kept, and
+:data:`PUT_IF_ABSENT_UNLESS` (1 to 32 rows, 32 texts built at import by
 :func:`put_if_absent_unless`).
 """
 
@@ -137,6 +139,63 @@ PUT_IF_ABSENT_UNLESS: Final = {
     rows: put_if_absent_unless(rows) for rows in range(1, PUT_IF_ABSENT_UNLESS_MAX + 1)
 }
 
+
+@functools.lru_cache(maxsize=128)
+def put_one_when(conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool) -> str:
+    """One row of a transaction (``store.write``) on its conditions, as one statement.
+
+    ``conditions`` gives each condition's shape: ``("absent", _, _)`` and
+    ``("present", _, _)`` take a key (two parameters, ns and key);
+    ``("empty", has_start, has_stop)`` a key range of a namespace (the ns,
+    then the bounds it has). They are bound after the row (?1 to ?4: ns, key,
+    size, value). As in :data:`PUT_FAST_UNLESS`, the conditions sit in
+    VALUES: when one fails the row's ns is NULL and OR IGNORE drops it (an
+    ``INSERT ... SELECT ... WHERE`` reading ``entries`` would first copy it to
+    a temporary b-tree). Without ``if_absent`` the row is inserted or
+    overwritten in place unless a snapshot needs the current row; with it,
+    inserted only where the key has no live value. changes() == 0 when
+    nothing was written, for whatever reason: the write then takes the
+    transaction (:func:`.writes.transaction`), which tells the reasons apart.
+    Made once per shape, when a write of that shape first runs.
+    """
+    broken = []
+    n = 4
+    for kind, has_start, has_stop in conditions:
+        if kind == "empty":
+            where = f"ns = ?{n + 1} AND ended IS NULL"
+            n += 1
+            if has_start:
+                where += f" AND key >= ?{n + 1}"
+                n += 1
+            if has_stop:
+                where += f" AND key < ?{n + 1}"
+                n += 1
+            broken.append(f"EXISTS (SELECT 1 FROM entries WHERE {where})")
+        else:
+            probe = (
+                f"SELECT 1 FROM entries WHERE ns = ?{n + 1} AND key = ?{n + 2} AND ended IS NULL"
+            )
+            n += 2
+            broken.append(("EXISTS" if kind == "absent" else "NOT EXISTS") + f" ({probe})")
+    conflict = (
+        "DO NOTHING"
+        if if_absent
+        else f"DO UPDATE SET size = excluded.size, value = excluded.value "
+        f"WHERE entries.id >= {_FLOOR}"
+    )
+    ns = f"CASE WHEN {' OR '.join(broken)} THEN NULL ELSE ?1 END" if broken else "?1"
+    return f"""
+INSERT OR IGNORE INTO entries (id, ns, key, size, value)
+VALUES ({_NEXT_ID}, {ns}, ?2, ?3, ?4)
+ON CONFLICT (ns, key) WHERE ended IS NULL
+{conflict}
+"""
+
+
+PUT_ONE_WHEN_MAX: Final = 8
+"""The most conditions :func:`put_one_when` checks in one statement."""
+
+
 # -- paths 2 and 3: row by row inside a write transaction ----------------------
 # PUT_FAST first; where it changed nothing (a snapshot needs the current
 # row), END_OLD keeps that row for the snapshots and PUT inserts the new one.
@@ -155,6 +214,23 @@ ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
 """
 # An ensured row's key is looked up first: it usually holds a value already.
 EXISTS = "SELECT 1 FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
+
+
+def empty_sql(has_start: bool, has_stop: bool) -> str:
+    """Whether a key range of a namespace holds a live key (an ``Empty`` condition)."""
+    where = "ns = ?1 AND ended IS NULL"
+    if has_start:
+        where += " AND key >= ?2"
+    if has_stop:
+        where += f" AND key < ?{3 if has_start else 2}"
+    return f"SELECT 1 FROM entries WHERE {where} LIMIT 1"
+
+
+EMPTY_SQL: Final = {
+    (has_start, has_stop): empty_sql(has_start, has_stop)
+    for has_start in (False, True)
+    for has_stop in (False, True)
+}
 
 # -- deletes (inside a write transaction) -----------------------------------------
 # A row created since the latest snapshot is deleted; an older one is ended,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmstate._base import BaseStore, prefix_upper_bound
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import Bound, Checked, Limit, Pair, Requirement, Row, WriteResult
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
@@ -238,17 +238,15 @@ class DiskStore(BaseStore):
     def _delete_many(self, pairs: list[Pair]) -> int:
         return self._db.write("delete", lambda conn: writes.delete(conn, pairs))
 
+    def _write(self, transaction: Checked) -> WriteResult:
+        self._db.check_writable()
+        if writes.one_row(self._db, transaction):
+            return WriteResult(1, 0)
+        return self._db.write("write", writes.transaction(transaction))
+
     def _delete_prefix(self, prefix: str) -> int:
-        high = prefix_upper_bound(prefix)
-        flag, bounds = high is not None, _bounds(prefix, high)
-
-        def body(conn: Connection) -> int:
-            conn.execute(sql.PREFIX_DELETE_NEW_SQL[flag], bounds)
-            removed = conn.changes()
-            conn.execute(sql.PREFIX_END_SQL[flag], bounds)
-            return int(removed + conn.changes())
-
-        return self._db.write("delete", body)
+        deletes = Checked([], [], [], [prefix], False)
+        return self._db.write("delete", writes.transaction(deletes)).deleted
 
     def _copy_prefix(self, source: str, target: str) -> int:
         high = prefix_upper_bound(source)

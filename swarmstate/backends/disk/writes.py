@@ -13,7 +13,10 @@ fallback of the ones before, and tells apart what made them fall through.
      checkpoints it took stored bytes from exist; :func:`unless`): one row
      under one "no value", ``PUT_FAST_UNLESS``; up to 8 rows under up to 8
      conditions, :func:`.statements.put_fast_when`; ``if_absent`` with 1 to 32
-     rows under one "no value" (pending writes), ``PUT_IF_ABSENT_UNLESS[n]``.
+     rows under one "no value" (pending writes), ``PUT_IF_ABSENT_UNLESS[n]``;
+   * ``write`` of one set under up to 8 conditions, each that a key has no
+     value, has one, or that a key range is empty (a checkpoint under its
+     thread's guard): :func:`one_row`, :func:`.statements.put_one_when`.
 
    Nothing is written when the condition fails, when a row a snapshot still
    needs would be overwritten, or when the file is busy: path 2 (no
@@ -26,18 +29,35 @@ fallback of the ones before, and tells apart what made them fall through.
 3. **The checked transaction** (:func:`checked`): ``set_many(require=...)``
    that path 1 did not write. Each condition's key is read inside the
    transaction and checked (:class:`~swarmstate.ConflictError` when one
-   breaks), then path 2's statements run in the same transaction.
+   breaks), then path 2's statements run in the same transaction. Every
+   ``write`` that path 1 did not write runs :func:`transaction` likewise: its
+   conditions (the first that breaks is named), then :func:`delete_prefix`,
+   :func:`delete` and path 2's statements.
 
-Deletes run :func:`delete` inside a write transaction. The statements are
-in :mod:`.statements`, in the same order.
+``delete_many`` and ``delete_prefix`` are such transactions with nothing but
+deletes. The statements are in :mod:`.statements`, in the same order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from swarmstate._base import check_conditions
-from swarmstate._checks import ABSENT, PRESENT, Pair, Requirement, Row
+from swarmstate._base import check_conditions, prefix_upper_bound
+from swarmstate._checks import (
+    ABSENT,
+    PRESENT,
+    Absent,
+    Checked,
+    Condition,
+    Empty,
+    Holds,
+    Pair,
+    Present,
+    Requirement,
+    Row,
+    WriteResult,
+    conflict,
+)
 from swarmstate.backends.disk import statements as sql
 from swarmstate.backends.disk.connections import Connections
 from swarmstate.backends.disk.driver import Connection
@@ -47,9 +67,12 @@ __all__ = [
     "batch",
     "checked",
     "delete",
+    "delete_prefix",
     "ensure_absent",
+    "one_row",
     "put",
     "put_if_absent",
+    "transaction",
     "unless",
 ]
 
@@ -102,7 +125,79 @@ def unless(
     return written if written == len(rows) else 0
 
 
+def one_row(db: Connections, txn: Checked) -> int:
+    """Path 1 of ``write``: a transaction of one set on its conditions, as one statement; or 0.
+
+    0 when the transaction has another shape (deletes, several rows, a
+    :class:`~swarmstate.Holds` condition, more than
+    :data:`.statements.PUT_ONE_WHEN_MAX` conditions) or the statement wrote
+    nothing: the caller then runs :func:`transaction`.
+    """
+    conditions = txn.conditions
+    if len(txn.rows) != 1 or txn.deletes or txn.prefixes or len(conditions) > sql.PUT_ONE_WHEN_MAX:
+        return 0
+    (ns, key), data = txn.rows[0]
+    bound: list[object] = [ns, key, len(data), data]
+    shape: list[tuple[str, bool, bool]] = []
+    for condition in conditions:
+        kind = type(condition)
+        if kind is Empty:
+            assert isinstance(condition, Empty)
+            start, stop = condition.start, condition.stop
+            shape.append(("empty", start is not None, stop is not None))
+            bound.append(condition.namespace)
+            if start is not None:
+                bound.append(start)
+            if stop is not None:
+                bound.append(stop)
+        elif kind is Absent or kind is Present:
+            assert isinstance(condition, Absent | Present)
+            shape.append(("absent" if kind is Absent else "present", False, False))
+            bound += (condition.namespace, condition.key)
+        else:
+            return 0
+    statement = sql.put_one_when(tuple(shape), txn.if_absent)
+    return 1 if db.one_statement(statement, tuple(bound)) else 0
+
+
 # -- paths 2 and 3 -------------------------------------------------------------
+
+
+def transaction(txn: Checked) -> Callable[[Connection], WriteResult]:
+    """``write``'s transaction body: the conditions, then prefix deletes, deletes and sets."""
+    conditions, rows, pairs, prefixes, if_absent = txn
+    params = _params(rows)
+    write = put_if_absent if if_absent else put
+
+    def body(conn: Connection) -> WriteResult:
+        # Inside the write transaction: nothing can change between check and write.
+        for condition in conditions:
+            if not holds(conn, condition):
+                raise conflict(condition)
+        deleted = 0
+        for prefix in prefixes:
+            deleted += delete_prefix(conn, prefix)
+        if pairs:
+            deleted += delete(conn, pairs)
+        return WriteResult(write(conn, params) if params else 0, deleted)
+
+    return body
+
+
+def holds(conn: Connection, condition: Condition) -> bool:
+    """Whether ``condition`` holds, read inside the caller's transaction."""
+    if type(condition) is Empty:
+        start, stop = condition.start, condition.stop
+        query = sql.EMPTY_SQL[(start is not None, stop is not None)]
+        bounds = tuple(bound for bound in (start, stop) if bound is not None)
+        return conn.execute(query, (condition.namespace, *bounds)).fetchone() is None
+    assert isinstance(condition, Absent | Present | Holds)
+    pair = (condition.namespace, condition.key)
+    if type(condition) is Holds:
+        row = conn.execute(sql.GET, pair).fetchone()
+        return row is not None and row[0] == condition.data
+    found = conn.execute(sql.EXISTS, pair).fetchone() is not None
+    return found if type(condition) is Present else not found
 
 
 def batch(rows: list[Row], if_absent: bool, ensure: list[Row]) -> Body:
@@ -193,6 +288,17 @@ def delete(conn: Connection, pairs: list[Pair]) -> int:
             gone = conn.changes()
         removed += gone
     return removed
+
+
+def delete_prefix(conn: Connection, prefix: str) -> int:
+    """Remove the live values of every namespace under ``prefix``; how many there were."""
+    high = prefix_upper_bound(prefix)
+    flag = high is not None
+    bounds = (prefix,) if high is None else (prefix, high)
+    conn.execute(sql.PREFIX_DELETE_NEW_SQL[flag], bounds)
+    removed = conn.changes()
+    conn.execute(sql.PREFIX_END_SQL[flag], bounds)
+    return int(removed + conn.changes())
 
 
 def _params(rows: list[Row]) -> list[Params]:

@@ -30,7 +30,9 @@ What each version changed:
 7. ``put_checked``: ``set_many(require=...)`` in the same statement as the
    write, checking its conditions through ``require_all``;
 8. ``put_checked`` checks the conditions itself (one function fewer on
-   every checkpoint's write); ``require_all`` dropped.
+   every checkpoint's write); ``require_all`` dropped;
+9. ``write_all``: ``store.write(Transaction(...))`` (conditions, key ranges
+   that must be empty, prefix deletes, deletes and sets) in one statement.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "REQUIRE_SINCE",
     "TABLE_STEPS",
     "TOKENS_SINCE",
+    "WRITE_ALL_SINCE",
 ]
 
 # The versions from which the store uses what a migration added.
@@ -57,6 +60,8 @@ TOKENS_SINCE: Final = 6
 """Snapshot tokens, and names of any length."""
 REQUIRE_SINCE: Final = 7
 """``put_checked``: ``set_many(require=...)`` in the same statement as the write."""
+WRITE_ALL_SINCE: Final = 9
+"""``write_all``: a transaction (``store.write``) in one statement."""
 
 TABLE_STEPS: Final[dict[int, tuple[str, ...]]] = {
     4: (VALUES_LZ4,),

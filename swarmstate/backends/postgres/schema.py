@@ -55,7 +55,9 @@ got a sequential-scan generic plan on small tables). In READ COMMITTED each
 statement of a volatile function reads a fresh view, so the rows read after
 the ``meta`` lock are current. A checkpoint's write is ``put_checked``
 (conditions), which calls ``put_ensure`` (entries written only where
-absent), which calls ``put_many`` (the entries).
+absent), which calls ``put_many`` (the entries). ``store.write`` is
+``write_all`` (conditions, then ``remove_range``, ``remove_many`` and
+``put_many``).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ __all__ = [
     "VALUES_LZ4",
 ]
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 """The version a schema has after ``setup()`` with this code."""
 
 HEAD_BYTES: Final = 1024
@@ -433,6 +435,70 @@ BEGIN
 END
 $fn$"""
 
+# store.write(Transaction(...)) in one statement: take the store's lock, check
+# each condition in order (kind 0: no live value, 1: a live value, 2: a live
+# value equal to c_value, 3: no live key of namespace c_ns in [c_key,
+# c_value)), raise REQUIRE_SQLSTATE with the condition's number as DETAIL at
+# the first that does not hold (the transaction is then undone), else remove
+# the prefixes' ranges, then the pairs, then write the entries. Names are
+# index forms, range bounds and prefixes full names; the long forms of the
+# entries may be shorter arrays than the entries (unnest pads them with
+# NULL: no long name). Returns {written, deleted}.
+WRITE_ALL: Final = """
+CREATE OR REPLACE FUNCTION {schema}.write_all(
+    c_kind smallint[], c_ns bytea[], c_key bytea[], c_value bytea[],
+    x_lo bytea[], x_hi bytea[], d_ns bytea[], d_key bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    found_value bytea;
+    holds boolean;
+    deleted bigint := 0;
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(c_kind, 1), 0) LOOP
+        IF c_kind[i] = 3 THEN
+            IF octet_length(c_key[i]) > 1024 OR octet_length(c_value[i]) > 1024 THEN
+                PERFORM 1 FROM {schema}.entries e
+                WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                  AND e.key >= substring(c_key[i] FROM 1 FOR 1024)
+                  AND e.key < substring(c_value[i] FROM 1 FOR 1024)
+                  || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+                  AND coalesce(e.key_long, e.key) >= c_key[i]
+                  AND coalesce(e.key_long, e.key) < c_value[i]
+                LIMIT 1;
+            ELSE
+                PERFORM 1 FROM {schema}.entries e
+                WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                  AND e.key >= c_key[i] AND e.key < c_value[i]
+                LIMIT 1;
+            END IF;
+            holds := NOT FOUND;
+        ELSE
+            SELECT value INTO found_value FROM {schema}.entries
+            WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+            holds := CASE c_kind[i] WHEN 0 THEN NOT FOUND WHEN 1 THEN FOUND
+                     ELSE FOUND AND found_value = c_value[i] END;
+        END IF;
+        IF NOT holds THEN
+            RAISE EXCEPTION 'swarmstate: condition % does not hold', i
+                USING ERRCODE = 'SWRQ1', DETAIL = i::text;
+        END IF;
+    END LOOP;
+    FOR j IN 1 .. coalesce(array_length(x_lo, 1), 0) LOOP
+        deleted := deleted + {schema}.remove_range(x_lo[j], x_hi[j]);
+    END LOOP;
+    IF coalesce(array_length(d_ns, 1), 0) > 0 THEN
+        deleted := deleted + {schema}.remove_many(d_ns, d_key);
+    END IF;
+    RETURN ARRAY[
+        {schema}.put_many(p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long),
+        deleted
+    ];
+END
+$fn$"""
+
 REMOVE_MANY: Final = """
 CREATE OR REPLACE FUNCTION {schema}.remove_many(p_ns bytea[], p_key bytea[])
 RETURNS bigint LANGUAGE plpgsql AS $fn$
@@ -629,6 +695,7 @@ FUNCTIONS: Final = (
     PUT_ENSURE,
     PUT_ENSURE_LONG,
     PUT_CHECKED,
+    WRITE_ALL,
     REMOVE_MANY,
     REMOVE_RANGE,
     COPY_RANGE,

@@ -97,6 +97,13 @@ PUT_CHECKED: Final = (
     "SELECT {schema}.put_checked(%b, %b, %s::smallint[], %b, %b, %b, %b, %b, %b, %b, %s)"
 )
 
+# Positional: store.write's conditions (kind, ns, key, value arrays), the
+# prefixes' ranges, the pairs to delete, then the entries (as PUT_MANY_LONG,
+# long forms last); returns {written, deleted}, raises when a condition
+# breaks, writing nothing (version 9).
+WRITE_ALL: Final = """
+SELECT {schema}.write_all(%s::smallint[], %b, %b, %b, %b, %b, %b, %b, %b, %b, %b, %s, %b, %b)"""
+
 # Positional parameters (ns, key, value, if_absent): the hottest statement,
 # and a tuple is cheaper to adapt than a dict.
 PUT_MANY: Final = "SELECT {schema}.put_many(%b, %b, %b, %s)"

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
+from swarmstate._checks import Bound, Checked, Limit, Pair, Requirement, Row, WriteResult
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
@@ -261,6 +261,9 @@ class PostgresStore(BaseStore):
                 lambda: self._put_required(rows, if_absent, ensure, require)
             )
         return writes.put_required(session, rows, if_absent, ensure, require)
+
+    def _write(self, transaction: Checked) -> WriteResult:
+        return writes.write(self._session, transaction)
 
     def _delete_many(self, pairs: list[Pair]) -> int:
         if not self._session.settled() and any_long(name for pair in pairs for name in pair):

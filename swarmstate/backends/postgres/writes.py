@@ -11,6 +11,10 @@ are in :mod:`.schema`); which one, by what the batch holds:
    (``put_checked``: the conditions, then ``put_ensure``), likewise
    ``PUT_CHECKED_<c>_<e>_<n>`` for a small batch; a broken condition raises
    in the server and nothing is written.
+3. ``write(Transaction(...))`` (:func:`write`): ``WRITE_ALL`` (``write_all``:
+   the conditions, then ``remove_range``, ``remove_many`` and ``put_many``),
+   long names included; a broken condition raises in the server, naming its
+   number, and nothing is written.
 
 The other ways, each for what the one statement cannot take:
 
@@ -21,7 +25,8 @@ The other ways, each for what the one statement cannot take:
   as two ``put_many`` calls in one round trip (:func:`ensure_before_v5`);
   before version 7 (and for long names), conditions read under the store's
   lock and checked here, then the write, in one transaction of several
-  round trips (:func:`required`).
+  round trips (:func:`required`); before version 9, ``write`` likewise
+  (:func:`write_in_steps`).
 """
 
 from __future__ import annotations
@@ -30,13 +35,28 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmstate._base import check_conditions
-from swarmstate._checks import ABSENT, PRESENT, Pair, Requirement, Row
+from swarmstate._checks import (
+    ABSENT,
+    PRESENT,
+    Absent,
+    Checked,
+    Condition,
+    Empty,
+    Holds,
+    Pair,
+    Present,
+    Requirement,
+    Row,
+    WriteResult,
+    conflict,
+)
 from swarmstate._errors import ConflictError, StorageError
 from swarmstate.backends.postgres import migrations as m
 from swarmstate.backends.postgres import statements as q
 from swarmstate.backends.postgres.driver import psycopg, tuple_row
 from swarmstate.backends.postgres.names import (
     Arrays,
+    enc,
     has_long_names,
     put_many_params,
     with_long_forms,
@@ -44,7 +64,18 @@ from swarmstate.backends.postgres.names import (
 from swarmstate.backends.postgres.schema import REQUIRE_SQLSTATE
 from swarmstate.backends.postgres.session import Session
 
-__all__ = ["ensure_before_v5", "long_names", "put_many", "put_required", "required"]
+__all__ = [
+    "ensure_before_v5",
+    "long_names",
+    "put_many",
+    "put_required",
+    "required",
+    "write",
+    "write_in_steps",
+]
+
+_TOP = b"\xff"  # greater than every UTF-8 encoding: the open upper bound
+_KIND = {Absent: 0, Present: 1, Holds: 2, Empty: 3}  # write_all's condition kinds
 
 _SMALL_BATCH = 8  # entries up to which a statement takes one parameter per value
 
@@ -155,7 +186,102 @@ def _live(session: Session, pairs: list[Pair]) -> list[bytes | None]:
     return out
 
 
+def write(session: Session, txn: Checked) -> WriteResult:
+    """``store.write``: the conditions, then the writes, in one statement (``write_all``).
+
+    Raises:
+        ConflictError: A condition did not hold (nothing was written).
+    """
+    session.ready()
+    if session.version < m.WRITE_ALL_SINCE:
+        return write_in_steps(session, txn)
+    conditions, rows, pairs, prefixes, if_absent = txn
+    found_as = session.found_as
+    c_kind: list[int] = []
+    c_ns: list[bytes] = []
+    c_key: list[bytes] = []
+    c_value: list[bytes] = []
+    for condition in conditions:
+        c_kind.append(_KIND[type(condition)])
+        c_ns.append(found_as(condition.namespace))
+        if type(condition) is Empty:
+            c_key.append(b"" if condition.start is None else enc(condition.start))
+            c_value.append(_TOP if condition.stop is None else enc(condition.stop))
+        else:
+            assert isinstance(condition, Absent | Present | Holds)
+            c_key.append(found_as(condition.key))
+            c_value.append(condition.data if type(condition) is Holds else b"")
+    lows = [enc(prefix) for prefix in prefixes]
+    doomed = dict.fromkeys((found_as(ns), found_as(key)) for ns, key in pairs)
+    params = put_many_params(rows, if_absent)
+    p_ns, p_key, p_value, ns_long, key_long = with_long_forms(params)
+    if not has_long_names(params):
+        ns_long = key_long = []  # write_all reads them as NULL: no long name
+    args: tuple[Any, ...] = (c_kind, c_ns, c_key, c_value, lows, [low + _TOP for low in lows])
+    args += ([ns for ns, _ in doomed], [key for _, key in doomed])
+    args += (p_ns, p_key, p_value, if_absent, ns_long, key_long)
+    try:
+        written, deleted = session.scalar("WRITE_ALL", args)
+    except StorageError as exc:
+        cause = exc.__cause__
+        if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
+            raise
+        detail = cause.diag.message_detail or ""
+        if not detail.isdigit() or not 0 < int(detail) <= len(conditions):
+            raise
+        raise conflict(conditions[int(detail) - 1]) from None
+    return WriteResult(int(written) if if_absent else len(rows), int(deleted))
+
+
 # -- off the one-statement path ---------------------------------------------------
+
+
+def write_in_steps(session: Session, txn: Checked) -> WriteResult:
+    """``store.write`` on a schema ``setup()`` has not yet brought to version 9.
+
+    One transaction of several round trips: the store's lock, each condition
+    read and checked here, then the existing write functions.
+    """
+    conditions, rows, pairs, prefixes, if_absent = txn
+    lock = session.statement("LOCK")
+
+    def work(conn: psycopg.Connection[Any]) -> WriteResult:
+        with conn.transaction():
+            conn.cursor().execute(lock)  # as every writer: nothing changes from here on
+            with session.holding(conn):
+                for condition in conditions:
+                    if not _holds(session, condition):
+                        raise conflict(condition)  # the transaction rolls back
+                deleted = 0
+                for prefix in prefixes:
+                    low = enc(prefix)
+                    deleted += int(session.scalar("REMOVE_RANGE", {"lo": low, "hi": low + _TOP}))
+                if pairs:
+                    found_as = session.found_as
+                    doomed = dict.fromkeys((found_as(ns), found_as(key)) for ns, key in pairs)
+                    named = {"ns": [ns for ns, _ in doomed], "key": [key for _, key in doomed]}
+                    deleted += int(session.scalar("REMOVE_MANY", named))
+                written = put_many(session, rows, if_absent, []) if rows else 0
+                return WriteResult(written, deleted)
+
+    return session.run(work)
+
+
+def _holds(session: Session, condition: Condition) -> bool:
+    """Whether ``condition`` holds, read on the session's connection of the moment."""
+    ns = session.found_as(condition.namespace)
+    if type(condition) is Empty:
+        low = b"" if condition.start is None else enc(condition.start)
+        high = _TOP if condition.stop is None else enc(condition.stop)
+        return not session.fetch("READ_RANGE", (ns, low, high, 1, False, False))
+    assert isinstance(condition, Absent | Present | Holds)
+    rows = session.fetch("GET", (ns, session.found_as(condition.key)))
+    if type(condition) is Absent:
+        return not rows
+    if type(condition) is Present:
+        return bool(rows)
+    assert isinstance(condition, Holds)
+    return bool(rows) and bytes(rows[0][0]) == condition.data
 
 
 def required(
