@@ -26,7 +26,7 @@ from swarmstate._errors import (
     UnsupportedTypeError,
     ValueOutOfRangeError,
 )
-from swarmstate._memory import Store
+from swarmstate.backends.memory import Store
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
 from swarmstate._transfer import transfer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmstate._sorted import CHUNK, SortedKeys
+from swarmstate.backends.memory.sorted_keys import CHUNK, SortedKeys
 
 KEYS = st.lists(st.text(max_size=3), max_size=4 * CHUNK, unique=True)
 BOUND = st.none() | st.text(max_size=3)

@@ -9,7 +9,7 @@ its ordering, and one that alternates a write with a read (a checkpointer)
 merges one key per read, the same work as inserting in place.
 
 This set describes the current state only and is guarded by the store's
-lock; snapshots do not hold it (they keep the trie, see ``_memory``).
+lock; snapshots do not hold it (they keep the trie, see ``store``).
 """
 
 from __future__ import annotations

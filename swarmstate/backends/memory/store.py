@@ -43,13 +43,13 @@ from itertools import compress
 from operator import is_not
 from typing import Any
 
-from swarmstate import _trie
+from swarmstate.backends.memory import trie
 from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._snapshot import Diff, Snapshot, evicted, sorted_diff
-from swarmstate._sorted import SortedKeys
-from swarmstate._trie import MISSING
+from swarmstate.backends.memory.sorted_keys import SortedKeys
+from swarmstate.backends.memory.trie import MISSING
 
 __all__ = ["Store"]
 
@@ -58,7 +58,7 @@ _Key = tuple[str, str]
 _KeySet = set[_Key]  # an alias: inside Store, "set" names the method
 # What a snapshot holds: the 16 trie roots, the entry count, the byte total,
 # and the keys whose value may differ from its parent's (None: unknown).
-_Frozen = tuple[tuple[_trie.Trie, ...], int, int, frozenset[_Key] | None]
+_Frozen = tuple[tuple[trie.Trie, ...], int, int, frozenset[_Key] | None]
 # A diff walks parent links and checks the keys they recorded while that is
 # cheaper than comparing the tries; past this many keys it compares the tries.
 _CHAIN_KEYS_MAX = 4096
@@ -80,7 +80,7 @@ class Store(BaseStore):
         super().__init__(max_history=max_history)
         self._uid = secrets.token_hex(16)
         self._lock = threading.Lock()
-        self._roots: list[_trie.Trie] = [None] * _SHARDS
+        self._roots: list[trie.Trie] = [None] * _SHARDS
         self._fresh: set[int] = set()
         # Keys written since the last fold (a dict used as an ordered set, so
         # it never holds more keys than were written). Writers only insert,
@@ -250,7 +250,7 @@ class Store(BaseStore):
 
     # -- the fold: bring the versioned tries in line with _flat ----------
 
-    def _fold(self) -> list[_trie.Trie]:
+    def _fold(self) -> list[trie.Trie]:
         """Apply the logged keys' current values to the tries and the indexes.
 
         Runs with the lock held. Returns the current roots.
@@ -267,12 +267,12 @@ class Store(BaseStore):
             i = hash(k[0]) & 15
             data = flat.get(k, MISSING)
             if data is MISSING:
-                roots[i], old = _trie.dissoc(roots[i], k, hash(k), fresh)
+                roots[i], old = trie.dissoc(roots[i], k, hash(k), fresh)
                 if old is MISSING:
                     continue
                 self._removed(k, old)
             else:
-                roots[i], old = _trie.assoc(roots[i], k, hash(k), data, fresh)
+                roots[i], old = trie.assoc(roots[i], k, hash(k), data, fresh)
                 if old is MISSING:
                     self._added(k, data)
                 elif old is data:
@@ -338,14 +338,14 @@ class Store(BaseStore):
 
     def _restore(self, snapshot: Snapshot) -> None:
         self._check_live(snapshot)
-        target: tuple[_trie.Trie, ...] = snapshot._payload[0]
+        target: tuple[trie.Trie, ...] = snapshot._payload[0]
         with self._lock:
             roots = self._fold()
             flat = self._flat
             for i, (now_root, then_root) in enumerate(zip(roots, target, strict=True)):
                 if now_root is then_root:
                     continue
-                for k, now, then in _trie.diff(now_root, then_root):
+                for k, now, then in trie.diff(now_root, then_root):
                     if then is MISSING:
                         flat.pop(k, None)
                         self._removed(k, now)
@@ -372,12 +372,12 @@ class Store(BaseStore):
     def _snapshot_get(self, snapshot: Snapshot, namespace: str, key: str, default: Any) -> Any:
         self._check_live(snapshot)
         k = (namespace, key)
-        data = _trie.get(snapshot._payload[0][hash(namespace) & 15], k, hash(k))
+        data = trie.get(snapshot._payload[0][hash(namespace) & 15], k, hash(k))
         return default if data is MISSING else loads(data)
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_live(snapshot)
-        return sorted(k for root in snapshot._payload[0] for k, _ in _trie.items(root))
+        return sorted(k for root in snapshot._payload[0] for k, _ in trie.items(root))
 
     def _snapshot_diff(self, base: Snapshot, later: Snapshot) -> Diff:
         self._check_live(base)
@@ -391,15 +391,15 @@ class Store(BaseStore):
             found = []
             for k in keys:
                 i, h = hash(k[0]) & 15, hash(k)
-                before = _trie.get(old_roots[i], k, h)
-                after = _trie.get(new_roots[i], k, h)
+                before = trie.get(old_roots[i], k, h)
+                after = trie.get(new_roots[i], k, h)
                 if before is not after and before != after:
                     found.append((k, before, after))
         else:
             found = [
                 change
                 for i in compress(range(_SHARDS), map(is_not, old_roots, new_roots))
-                for change in _trie.diff(old_roots[i], new_roots[i])
+                for change in trie.diff(old_roots[i], new_roots[i])
             ]
         for k, before, after in found:
             if before is MISSING:
