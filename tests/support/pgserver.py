@@ -1,6 +1,6 @@
 """A pytest plugin that runs a throwaway PostgreSQL cluster for the test session.
 
-Registered from ``tests/conftest.py`` with ``pytest_plugins = ["pgserver"]``.
+Registered from ``tests/conftest.py`` with ``pytest_plugins = ["tests.support.pgserver"]``.
 
 Also :func:`create_schema_at_version`, for tests of migrations.
 
@@ -131,10 +131,10 @@ class Cluster:
 def create_schema_at_version(conninfo: str, schema: str, version: int) -> None:
     """Create ``schema`` as swarmstate's setup() left it at ``version`` (an older release)."""
     import psycopg
-    from pg_releases import RELEASED
     from psycopg import sql
 
     from swarmstate.backends.postgres import statements as _pg_sql
+    from tests.support.pg_releases import RELEASED
 
     if not 1 <= version <= len(RELEASED):
         raise ValueError(f"no released schema version {version} (1 to {len(RELEASED)})")

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import ODD_THREAD, THREADS, cfg, chat_graph, fill_with_graphs
-from cli_support import ROOT, run_cli
 from langchain_core.messages import HumanMessage
 
 import swarmstate as ss
@@ -25,6 +23,8 @@ from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph import keys as K
+from tests.support.cli import ROOT, run_cli
+from tests.support.graphs import ODD_THREAD, THREADS, cfg, chat_graph, fill_with_graphs
 
 
 @dataclass

@@ -15,16 +15,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import (
+
+import swarmstate as ss
+from swarmstate.backends.disk import DiskStore
+from tests.support.cli import (
     directory_state,
     leave_log_behind,
     make_store,
     unprivileged,
     writer_holding_transaction,
 )
-
-import swarmstate as ss
-from swarmstate.backends.disk import DiskStore
 
 
 @pytest.fixture

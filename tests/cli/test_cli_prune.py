@@ -1,6 +1,6 @@
 """``swarmstate prune``: the dry run and the real run agree, JSON, only ``--yes`` deletes.
 
-Real graphs (tool calls, a subgraph, an interrupt; see ``cli_graphs``) are
+Real graphs (tool calls, a subgraph, an interrupt; see ``tests.support.graphs``) are
 checkpointed into a DiskStore file and a PostgreSQL schema; what the command
 reports is checked against the saver's own ``list`` before and after. That a
 dry run changes nothing, and that a path holding no store is refused as it
@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_graphs import THREADS, cfg, fill_with_graphs
-from cli_support import directory_state
 
 import swarmstate as ss
 from swarmstate._cli import prune as prune_module
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from tests.support.cli import directory_state
+from tests.support.graphs import THREADS, cfg, fill_with_graphs
 
 COUNTS = ("threads_examined", "threads_deleted", "checkpoints_deleted", "writes_deleted")
 

@@ -19,8 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import THREADS, cfg, chat_graph, fill_with_graphs
-from cli_support import (
+
+from swarmstate.backends.disk import DiskStore
+from swarmstate.cli import main
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph import keys as K
+from tests.support.cli import (
     directory_state,
     leave_log_behind,
     make_store,
@@ -28,11 +32,7 @@ from cli_support import (
     unprivileged,
     writer_holding_transaction,
 )
-
-from swarmstate.backends.disk import DiskStore
-from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+from tests.support.graphs import THREADS, cfg, chat_graph, fill_with_graphs
 
 PATH_COMMANDS = ["threads", "history", "show", "diff", "inspect", "check", "prune"]
 """Commands that must leave PATH as it was (prune: its dry run)."""

@@ -1,6 +1,6 @@
 """Helpers for the command-line tests: run the command, fingerprint files, hold a writer.
 
-Imported by ``tests/test_cli*.py`` (``tests/`` is on ``sys.path``, see conftest).
+Imported by ``tests/cli/test_cli*.py`` as ``tests.support.cli``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from perf.gate import check
 
 import swarmstate as ss
+from perf.gate import check
 
 # About 20 µs per call: large enough that loop overhead does not blur the change.
 VALUE = [{"step": i, "status": "running", "note": "x" * 40, "tags": ["a", "b"]} for i in range(60)]

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import THREADS, fill_with_graphs
-from cli_support import ROOT, directory_state
 
 import swarmstate as ss
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from tests.support.cli import ROOT, directory_state
+from tests.support.graphs import THREADS, fill_with_graphs
 
 README = (ROOT / "README.md").read_text()
 

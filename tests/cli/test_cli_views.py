@@ -1,6 +1,6 @@
 """``show``/``diff``/``history``/``threads`` read what ``graph.get_state`` reads, and page.
 
-Real graphs (see ``cli_graphs``): a DeltaChannel conversation stopped at an
+Real graphs (see ``tests.support.graphs``): a DeltaChannel conversation stopped at an
 interrupt whose question is longer than a table cell, plain dict messages
 under ``operator.add`` with a fork, a fan-out with a join and ``Send``s,
 and the graphs of ``fill_with_graphs``; checkpointed into a DiskStore file
@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_graphs import LONG_QUESTION, THREADS, cfg, chat_graph, fill_with_graphs
-from cli_graphs import fill_with_view_graphs as fill_views
 
 import swarmstate as ss
 from swarmstate._cli.values import plain
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from tests.support.graphs import LONG_QUESTION, THREADS, cfg, chat_graph, fill_with_graphs
+from tests.support.graphs import fill_with_view_graphs as fill_views
 
 
 @dataclass
