@@ -15,33 +15,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.data.config import Config
+from benchmarks.data.results import Results, pooled_rows
+
+from benchmarks import compare, report
+from benchmarks.harness import data, dict_stream
+from benchmarks.sections.shapes import graphs
+from swarmstate._bench.conversation import Conversation, Replay
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import _harness as harness  # noqa: E402
-import compare  # noqa: E402
-import dict_stream  # noqa: E402
-import report  # noqa: E402
-import shape_graphs  # noqa: E402
-from _config import Config  # noqa: E402
-from _results import Results, pooled_rows  # noqa: E402
-
-from swarmstate._bench.conversation import Conversation, Replay  # noqa: E402
 
 
 def _generate(seed: int) -> list[str]:
     """Build a sample of every kind of benchmark data the way run.py does."""
     cfg = Config.make(200, seed, quick=True, pg_dsn=None)
     rng = cfg.rng("core.snapshot")
-    entries = harness.gen_entries(rng, 30, 10)
-    changes = harness.pick_changes(cfg.rng("core.diff"), entries, 5, 1)
-    blob = harness.blob_value(cfg.rng("disk.floor"), 1_024)
+    entries = data.gen_entries(rng, 30, 10)
+    changes = data.pick_changes(cfg.rng("core.diff"), entries, 5, 1)
+    blob = data.blob_value(cfg.rng("disk.floor"), 1_024)
     steps = Conversation.record(seed, 12).steps
     recorded = [(s.checkpoint, s.metadata, s.new_versions, s.tasks) for s in steps]
     dicts = [(s.checkpoint, s.metadata, s.tasks) for s in dict_stream.record(seed, 12).steps]
-    shapes = [shape_graphs.Script(seed, name, 3).turns for name in shape_graphs.SHAPES]
-    return [harness.fingerprint(x) for x in (entries, changes, blob, recorded, dicts, shapes)]
+    shapes = [graphs.Script(seed, name, 3).turns for name in graphs.SHAPES]
+    return [data.fingerprint(x) for x in (entries, changes, blob, recorded, dicts, shapes)]
 
 
 def test_same_seed_builds_identical_benchmark_data() -> None:
@@ -196,7 +192,7 @@ def test_rows_of_different_rounds_are_not_paired() -> None:
 
 
 def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() -> None:
-    from _config import FLOOR_MARGIN
+    from benchmarks.harness.config import FLOOR_MARGIN
 
     res = Results()
     res.add("ours", _latency([1.1, 1.1, 1.1]))
@@ -239,7 +235,7 @@ def test_docs_tables_match_the_results_file() -> None:
     block = report.render(json.loads(results.read_text()))
     current = doc.read_text()
     assert report.apply(current, block) == current, (
-        "docs/benchmarks.md differs from benchmarks/results.json; run python benchmarks/report.py"
+        "docs/benchmarks.md differs from benchmarks/results.json; run python -m benchmarks.report"
     )
 
 
@@ -248,7 +244,7 @@ def test_readme_numbers_match_the_results_file() -> None:
     readme = (ROOT / "README.md").read_text()
     block = report.render_readme(results)
     assert report.apply(readme, block, report.README_BEGIN, report.README_END) == readme, (
-        "README.md numbers differ from benchmarks/results.json; run python benchmarks/report.py"
+        "README.md numbers differ from benchmarks/results.json; run python -m benchmarks.report"
     )
 
 
@@ -263,7 +259,7 @@ def test_figures_quoted_by_the_other_docs_match_the_results_file() -> None:
         for path, wanted in report.render_docs(_results(), ROOT / "docs").items()
         if wanted != path.read_text()
     ]
-    assert not stale, f"{stale} differ from results.json; run python benchmarks/report.py"
+    assert not stale, f"{stale} differ from results.json; run python -m benchmarks.report"
 
 
 def test_a_changed_result_makes_the_docs_stale() -> None:
@@ -363,7 +359,7 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
     watched = (ROOT / "benchmarks", ROOT / "docs", ROOT / "README.md")
     before = _tree(*watched)
     proc = subprocess.run(
-        [sys.executable, "benchmarks/run.py", "--quick", "--iters", "40", "--rounds", "3",
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--iters", "40", "--rounds", "3",
          "--processes", "1", "--pg-dsn", pg_conninfo],
         capture_output=True, text=True, check=False, timeout=2400, cwd=ROOT,
     )  # fmt: skip

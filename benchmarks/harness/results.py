@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from _config import FLOOR_MARGIN
+from benchmarks.harness.config import FLOOR_MARGIN
 
 NOT_MEASURED = "not measured in this run"
 

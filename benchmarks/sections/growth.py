@@ -23,7 +23,7 @@ checkpointer, nothing cached). Graphs:
 ``plain`` (``add_messages``) and ``delta`` (the same messages through
 LangGraph's beta ``DeltaChannel``).
 
-Run alone: ``python benchmarks/sections_growth.py --turns 200 [--pg-dsn ...]``.
+Run alone: ``python -m benchmarks.sections.growth --turns 200 [--pg-dsn ...]``.
 """
 
 import functools
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from growth_savers import GrowthConfig, Saver, make_savers
+from benchmarks.harness.growth_savers import GrowthConfig, Saver, make_savers
 
 __all__ = ["GrowthConfig", "Saver", "conversation", "run_growth", "section_growth"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from _config import FLOOR_MARGIN
+from benchmarks.harness.config import FLOOR_MARGIN
 
 LATENCY = ("p50", "p90", "p99", "mean", "min", "max")
 

@@ -1,6 +1,6 @@
 """Section "retention": expire idle threads, keep the newest checkpoints, give the space back.
 
-The growth section's conversation (``sections_growth``) on many threads of
+The growth section's conversation (``sections.growth``) on many threads of
 one store, most of them idle. On the quiet store:
 
 1. ``retain(older_than=...)`` deletes the idle threads, ``reclaim()`` gives
@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import sections_growth as growth
-from _config import Config
-from _results import Results
-from growth_savers import drop_schema, timing
+from benchmarks.harness.config import Config
+from benchmarks.harness.growth_savers import drop_schema, timing
+from benchmarks.harness.results import Results
+from benchmarks.sections import growth
 
 
 def _open(where: tuple[str, str, str]) -> Any:

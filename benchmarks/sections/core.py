@@ -8,11 +8,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _harness import as_nested_dict, gen_entries, pick_changes, small_value
-from _results import Results
-
 import swarmstate as ss
+from benchmarks.harness.config import Config
+from benchmarks.harness.data import as_nested_dict, gen_entries, pick_changes, small_value
+from benchmarks.harness.results import Results
 from swarmstate._bench import Op, interleave_rounds, round_stats, throughput
 
 

@@ -1,6 +1,6 @@
 """Section "saver": SwarmStateSaver against LangGraph's savers, in memory and durable on a file.
 
-Both groups replay the same recorded conversation (see ``_savers``), once
+Both groups replay the same recorded conversation (see ``harness.savers``), once
 with ``langchain_core`` messages and once with plain dict messages (the
 ``_dict`` groups, ``dict_stream``), and are never compared with each
 other: in memory, SwarmStateSaver(Store) against InMemorySaver; durable,
@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _results import Results
-from _savers import (
+from benchmarks.harness.config import Config
+from benchmarks.harness.results import Results
+from benchmarks.harness.savers import (
     STREAMS,
     add_rows,
     apsw_writer,
@@ -28,7 +28,6 @@ from _savers import (
     put_floor,
     read_claims,
 )
-
 from swarmstate._bench import Op
 from swarmstate._bench.savers import Group, sqlite_saver
 
@@ -59,7 +58,7 @@ def measure(
     floors (default: decode with no store; ``subjects`` then describes
     them); ``scale`` divides the call counts (a server round trip per call);
     ``setup`` says what ``options``' ``after_fill`` did, in every row;
-    ``stream`` names the recorded stream (``_savers.STREAMS``);
+    ``stream`` names the recorded stream (``harness.savers.STREAMS``);
     ``options`` go to ``Group``.
     """
     lengths = cfg.thread_lengths

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from growth_savers import drop_schema, peer_connection, pg_bytes, sqlite_bytes
-from shape_savers import analyze_schema
+from benchmarks.harness.growth_savers import drop_schema, peer_connection, pg_bytes, sqlite_bytes
+from benchmarks.sections.shapes.savers import analyze_schema
 
 __all__ = [
     "KINDS",

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _results import Results
-from growth_savers import drop_schema
-
+from benchmarks.harness.config import Config
+from benchmarks.harness.growth_savers import drop_schema
+from benchmarks.harness.results import Results
 from swarmstate import BaseStore
 from swarmstate._bench import round_stats
 

@@ -1,7 +1,7 @@
 """Section "postgres": SwarmStateSaver(PostgresStore) against PostgresSaver on the same server.
 
 Needs ``--pg-dsn``. Both savers replay the saver section's recorded
-conversations (``_savers``: ``langchain_core`` messages in the ``postgres``
+conversations (``harness.savers``: ``langchain_core`` messages in the ``postgres``
 group, plain dict messages in ``postgres_dict``); thread ids carry a random
 prefix and our store
 a schema of its own, so a shared server never mixes runs, and both are
@@ -14,11 +14,17 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _results import Results
-from _savers import SERVER_FLOORS, STREAMS, floor_blobs, have, put_floor, read_claims
-from sections_saver import measure
-
+from benchmarks.harness.config import Config
+from benchmarks.harness.results import Results
+from benchmarks.harness.savers import (
+    SERVER_FLOORS,
+    STREAMS,
+    floor_blobs,
+    have,
+    put_floor,
+    read_claims,
+)
+from benchmarks.sections.saver import measure
 from swarmstate._bench import Op
 
 OURS, PEER = "SwarmStateSaver(PostgresStore)", "PostgresSaver"

@@ -1,7 +1,7 @@
 """The shapes section's contenders: ours on each store beside the saver it replaces.
 
 Each :class:`Contender` is a checkpointer whose class is a subclass of the
-saver's own (``growth_savers.timing``) that records how long each ``put`` takes in a
+saver's own (``harness.growth_savers.timing``) that records how long each ``put`` takes in a
 list the harness owns, so the runtime's real ``put`` calls are timed from
 inside ``invoke`` and nothing is set on a saver or store object. A
 contender also knows its stored bytes, how to open a new saver on the same
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from growth_savers import (
+from benchmarks.harness.growth_savers import (
     drop_schema,
     inmemory_bytes,
     peer_connection,

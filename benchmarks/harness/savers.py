@@ -13,10 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _harness import bare_apsw
-from _results import Results
-
+from benchmarks.harness.config import Config
+from benchmarks.harness.data import bare_apsw
+from benchmarks.harness.results import Results
 from swarmstate._bench import Op, round_stats
 
 _CONVERSATIONS: dict[str, Any] = {}
@@ -46,7 +45,7 @@ def conversation(cfg: Config, steps: int, stream: str = "pydantic") -> Any:
     if known is None or len(known) < steps:
         need = max(steps, cfg.long_thread, cfg.iters + cfg.warmup + 2)
         if stream == "dict":
-            import dict_stream
+            from benchmarks.harness import dict_stream
 
             known = dict_stream.record(f"{cfg.seed}:saver", need)
         else:

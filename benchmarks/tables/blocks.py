@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from _section_tables import shape_grid, thread_rows
-from _tables import (
+from benchmarks.tables.markdown import (
     Fig,
     Ratio,
     claim_tables,
@@ -26,6 +25,7 @@ from _tables import (
     table,
     times,
 )
+from benchmarks.tables.sections import shape_grid, thread_rows
 
 _STORE = "SwarmStateSaver(Store)"
 _DISK = "SwarmStateSaver(DiskStore NORMAL)"

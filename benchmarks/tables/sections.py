@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from _tables import num, ratio, size, table
+from benchmarks.tables.markdown import num, ratio, size, table
 
 __all__ = ["SHAPE_TITLES", "shape_grid", "shape_rows", "thread_rows"]
 
-# Short names of the shapes (sections_shapes / shape_graphs), in run order.
+# Short names of the shapes (sections.shapes), in run order.
 SHAPE_TITLES = {
     "dict_grow": "dict messages, `operator.add`, growing",
     "dict_window": "last 24 dict messages (custom reducer)",

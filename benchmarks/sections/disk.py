@@ -7,11 +7,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from _config import Config
-from _harness import bare_apsw, blob_value, gen_entries, pick_changes
-from _results import Results
-
 import swarmstate as ss
+from benchmarks.harness.config import Config
+from benchmarks.harness.data import bare_apsw, blob_value, gen_entries, pick_changes
+from benchmarks.harness.results import Results
 from swarmstate._bench import Op, interleave_rounds, parallel_writers, round_stats
 
 

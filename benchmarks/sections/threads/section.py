@@ -5,7 +5,7 @@ Stores of 1,000, 10,000 and 100,000 threads (1,000 and 10,000 at
 NORMAL beside ``SqliteSaver`` NORMAL, ours on ``PostgresStore`` beside
 ``PostgresSaver`` (with ``--pg-dsn``). Each thread is three checkpoints of
 the recorded conversation with their pending writes, written through the
-saver's own ``put``/``put_writes`` (``thread_stores``), ours and the peer
+saver's own ``put``/``put_writes`` (``stores``), ours and the peer
 in alternating chunks of :data:`CHUNK` threads. Then, every size and both
 savers of a store in the same interleaved rounds (order reversed each
 round, a garbage collection before each round):
@@ -31,12 +31,12 @@ round, a garbage collection before each round):
 A call predicted (from the same saver's calls at the smaller sizes) to
 take longer than a budget (:data:`BUDGET`, :data:`BUDGET_QUICK` at
 ``--quick``) is not made; its rows are left out and the claims on them say
-why (``thread_rounds``). A round in which a call took longer than the
+why (``rounds``). A round in which a call took longer than the
 budget is the last.
 
 PostgreSQL tables are analyzed after writing, before measuring; the
 threads are written with ``synchronous_commit=off`` there (see
-``thread_stores``), the measured calls run with the server's settings.
+``stores``), the measured calls run with the server's settings.
 
 Claims (issue #31's Done-when, at the run's largest size): ``delete_thread``
 and ``list(None, limit=10)`` at most 1.0x the peer and within 1.5x of their
@@ -45,7 +45,7 @@ with a policy within 1.1x of the put without; ``swarmstate threads --limit
 20`` under a second; and (the issue's build list) a new thread's puts at
 most 1.0x the peer's.
 
-Run alone: ``python benchmarks/sections_threads.py --sizes 1000,10000 [--pg-dsn ...]``.
+Run alone: ``python -m benchmarks.sections.threads.section --sizes 1000,10000 [--pg-dsn ...]``.
 """
 
 import secrets
@@ -57,8 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from thread_rounds import Budget, Contender, rounds
-from thread_stores import (
+from benchmarks.sections.threads.rounds import Budget, Contender, rounds
+from benchmarks.sections.threads.stores import (
     KINDS,
     ONE_DAY,
     Chain,
@@ -68,7 +68,6 @@ from thread_stores import (
     populations,
     thread_ids,
 )
-
 from swarmstate._bench import Op, interleave_rounds, latency_stats, round_stats
 
 __all__ = ["cli_takes_limit", "section_threads"]
@@ -82,7 +81,7 @@ LISTS = 5
 DELETES = 20
 RETAINS = 3
 CLI_RUNS = 3
-BUDGET = 120.0  # seconds: a call predicted to take longer is not made (thread_rounds)
+BUDGET = 120.0  # seconds: a call predicted to take longer is not made (rounds)
 BUDGET_QUICK = 30.0
 PROBE_CALLS = 768  # puts a round with the policy on and off (it sweeps every few)
 SIZES = (1_000, 10_000, 100_000)
@@ -502,8 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import tempfile
 
-    from _config import Config
-    from _results import Results
+    from benchmarks.harness.config import Config
+    from benchmarks.harness.results import Results
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")

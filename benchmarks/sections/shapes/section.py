@@ -1,11 +1,11 @@
 """Section "shapes": every state shape users write, ours against the saver each replaces.
 
-One real LangGraph graph per shape (``shape_graphs``: an input and three
+One real LangGraph graph per shape (``graphs``: an input and three
 plain-Python nodes per turn, seeded non-repetitive text), invoked with
 ``durability="sync"`` on ours over ``Store``, ``DiskStore`` NORMAL and
 ``PostgresStore`` (with ``--pg-dsn``) and on the saver each replaces:
 ``InMemorySaver``, ``SqliteSaver`` (WAL, ``synchronous=NORMAL``) and
-``PostgresSaver`` on the same server (``shape_savers``). Every contender
+``PostgresSaver`` on the same server (``savers``). Every contender
 runs the same turns in lockstep (turn ``t`` on each, then turn ``t + 1``),
 ours right beside its peer and the order reversed every turn, so machine
 noise lands on both and a turn's ratio is paired.
@@ -39,7 +39,7 @@ Claims (issue #28's limits): per shape, call and store, ours over its peer:
 with its upper quartile within 5% of the limit; bytes <= 1.0, and lower per
 shape (:data:`BYTES_BOUNDS`).
 
-Run alone: ``python benchmarks/sections_shapes.py --turns 40 [--pg-dsn ...]``.
+Run alone: ``python -m benchmarks.sections.shapes.section --turns 40 [--pg-dsn ...]``.
 """
 
 import gc
@@ -51,9 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shape_graphs import SHAPES, Shape, make_shape
-from shape_savers import PAIRS, Contender, close_all, make_contenders
-
+from benchmarks.sections.shapes.graphs import SHAPES, Shape, make_shape
+from benchmarks.sections.shapes.savers import PAIRS, Contender, close_all, make_contenders
 from swarmstate._bench import latency_stats
 
 __all__ = ["BYTES_BOUNDS", "ShapeRun", "run_shape", "section_shapes"]
@@ -235,7 +234,7 @@ def _reads(
 
 
 def _pairs(contenders: list[Contender]) -> list[list[int]]:
-    """Indexes of (ours, peer) per store, as :data:`shape_savers.PAIRS` pairs them."""
+    """Indexes of (ours, peer) per store, as :data:`savers.PAIRS` pairs them."""
     index = {c.name: i for i, c in enumerate(contenders)}
     return [[index[a], index[b]] for _, a, b in PAIRS if a in index and b in index]
 

@@ -2,7 +2,7 @@
 
 Each :class:`Saver` is a checkpointer wrapped to time its ``put`` calls, with
 how to read its stored bytes and how to close it. ``make_savers`` builds
-those this machine can run, in a fixed order (``sections_growth`` runs them in
+those this machine can run, in a fixed order (``sections.growth`` runs them in
 lockstep).
 """
 
