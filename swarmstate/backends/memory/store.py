@@ -43,11 +43,11 @@ from itertools import compress
 from operator import is_not
 from typing import Any
 
-from swarmstate.backends.memory import trie
 from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import Bound, Limit, Pair, Requirement, Row
 from swarmstate._codec import loads
 from swarmstate._snapshot import Diff, Snapshot, evicted, sorted_diff
+from swarmstate.backends.memory import trie
 from swarmstate.backends.memory.sorted_keys import SortedKeys
 from swarmstate.backends.memory.trie import MISSING
 
