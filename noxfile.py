@@ -95,4 +95,4 @@ def bench(session: nox.Session) -> None:
     """Run the benchmark suite and regenerate results, charts and docs tables."""
     install_test_tooling(session)
     args = session.posargs or ["--quick", "--seed", "7", "--out", "benchmarks/results-quick.json"]
-    session.run("python", "benchmarks/run.py", *args)
+    session.run("python", "-m", "benchmarks.run", *args)

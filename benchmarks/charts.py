@@ -1,6 +1,6 @@
 """Render the benchmark charts (SVG) from a results file, never from live measurements.
 
-python benchmarks/charts.py [benchmarks/results.json] [--out benchmarks/charts]
+python -m benchmarks.charts [benchmarks/results.json] [--out benchmarks/charts]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Compare two results files claim by claim: does each ratio fall within the other's spread?
 
-    python benchmarks/compare.py A.json B.json
+    python -m benchmarks.compare A.json B.json
 
 Prints one line per claim both files measured: each run's ratio and spread,
 and whether A's ratio lies within B's spread and B's within A's. Exits 1

@@ -1,13 +1,13 @@
 """Write every benchmark figure the docs and README quote, from one results file.
 
-    python benchmarks/report.py [benchmarks/results.json] [--doc docs/benchmarks.md]
+    python -m benchmarks.report [benchmarks/results.json] [--doc docs/benchmarks.md]
         [--readme README.md] [--docs-dir docs] [--check]
 
 Only generated blocks are replaced: ``<!-- results:begin -->`` ...
 ``<!-- results:end -->`` in docs/benchmarks.md (every claim and row),
 ``<!-- numbers:start -->`` ... ``<!-- numbers:end -->`` in the README (the
 claims), and the named blocks ``<!-- results:NAME:begin -->`` ...
-``<!-- results:NAME:end -->`` listed in ``_blocks.BLOCKS`` (figures quoted by
+``<!-- results:NAME:end -->`` listed in ``tables.blocks.BLOCKS`` (figures quoted by
 performance.md, disk.md, postgres.md, langgraph.md and architecture.md,
 each next to the row id it comes from). ``--check`` exits 1 when any of
 them differs from what the results file says (the default test suite does
@@ -25,12 +25,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks.tables.blocks import BLOCKS
+from benchmarks.tables.markdown import CLAIM_NOTE, SECTION_TITLES, claim_tables, num, table
+from benchmarks.tables.sections import shape_grid, shape_rows, thread_rows
 
-from _blocks import BLOCKS  # noqa: E402
-from _section_tables import shape_grid, shape_rows, thread_rows  # noqa: E402
-from _tables import CLAIM_NOTE, SECTION_TITLES, claim_tables, num, table  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 README_BEGIN, README_END = "<!-- numbers:start -->", "<!-- numbers:end -->"
@@ -173,7 +172,7 @@ def _command(doc: dict[str, Any]) -> str:
     settings = doc["environment"].get("settings", {})
     quick = " --quick" if settings.get("quick") else ""
     iters, seed = settings.get("iters"), settings.get("seed")
-    return f"python benchmarks/run.py{quick} --iters {iters} --seed {seed}"
+    return f"python -m benchmarks.run{quick} --iters {iters} --seed {seed}"
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -304,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         for path in stale:
             print(
-                f"{path} does not match {args.results}; run benchmarks/report.py", file=sys.stderr
+                f"{path} does not match {args.results}; run python -m benchmarks.report",
+                file=sys.stderr,
             )
         return 1 if stale else 0
     for path, wanted in targets:

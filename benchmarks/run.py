@@ -2,11 +2,11 @@
 
 Usage::
 
-    python benchmarks/run.py --quick                     # every claim at reduced size
-    python benchmarks/run.py --iters 5000 --seed 7       # the full run
-    python benchmarks/run.py --pg-dsn postgresql://...   # adds the PostgreSQL section
-    python benchmarks/run.py --sections core,disk --out r.json --charts
-    python benchmarks/run.py --publish --pg-dsn ...      # rewrite what the repository holds
+    python -m benchmarks.run --quick                     # every claim at reduced size
+    python -m benchmarks.run --iters 5000 --seed 7       # the full run
+    python -m benchmarks.run --pg-dsn postgresql://...   # adds the PostgreSQL section
+    python -m benchmarks.run --sections core,disk --out r.json --charts
+    python -m benchmarks.run --publish --pg-dsn ...      # rewrite what the repository holds
 
 Without ``--out`` the results go to a new file under ``benchmarks/runs/``
 (ignored by git), named after the time and mode of the run; nothing tracked
@@ -14,7 +14,7 @@ changes. ``--charts [DIR]`` renders the charts from that file (into DIR, or
 a ``charts`` folder beside the results file). ``--publish`` is the full
 regeneration: results into ``benchmarks/results.json``, charts into
 ``benchmarks/charts``, then the README table and the docs' generated blocks
-(``benchmarks/report.py``).
+(``python -m benchmarks.report``).
 
 A section is a module with a function ``(cfg, results, workdir) -> None``,
 listed in ``SECTIONS`` below.
@@ -35,26 +35,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.config import Config
+from benchmarks.harness.results import Results, pooled_rows
+from swarmstate._bench import environment
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
-from _config import Config  # noqa: E402
-from _results import Results, pooled_rows  # noqa: E402
-
-from swarmstate._bench import environment  # noqa: E402
-
-# name -> "module:function", run in this order. Adding a section is one line here.
+# name -> "module:function" under benchmarks/, run in this order. A section is one line here.
 SECTIONS: dict[str, str] = {
-    "core": "sections_core:section_core",
-    "disk": "sections_disk:section_disk",
-    "saver": "sections_saver:section_saver",
-    "postgres": "sections_postgres:section_postgres",
-    "growth": "sections_growth:section_growth",  # a growing LangGraph conversation
-    "workers": "sections_workers:section_workers",  # what the several-workers checks cost
-    "retention": "sections_retention:section_retention",  # expire, keep_last, reclaim
-    "shapes": "sections_shapes:section_shapes",  # every state shape against its peer (#28)
-    "threads": "sections_threads:section_threads",  # 1,000 to 100,000 threads in a store (#31)
+    "core": "sections.core:section_core",
+    "disk": "sections.disk:section_disk",
+    "saver": "sections.saver:section_saver",
+    "postgres": "sections.postgres:section_postgres",
+    "growth": "sections.growth:section_growth",  # a growing LangGraph conversation
+    "workers": "sections.workers:section_workers",  # what the several-workers checks cost
+    "retention": "sections.retention:section_retention",  # expire, keep_last, reclaim
+    "shapes": "sections.shapes.section:section_shapes",  # every state shape against its peer (#28)
+    "threads": "sections.threads.section:section_threads",  # 1,000 to 100,000 threads (#31)
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2
@@ -64,7 +61,7 @@ def section(name: str) -> Callable[[Config, Results, Path], None]:
     """The function registered for section ``name`` (its module is imported only now)."""
     module, function = SECTIONS[name].split(":")
     runner: Callable[[Config, Results, Path], None] = getattr(
-        importlib.import_module(module), function
+        importlib.import_module(f"benchmarks.{module}"), function
     )
     return runner
 
@@ -73,7 +70,7 @@ def _section(name: str, cfg: Config, workdir: Path, processes: int) -> tuple[Any
     """Rows, claims and skipped rows of one section, run in ``processes`` fresh interpreters.
 
     With more than one, each runs the whole section; their rows are pooled
-    (:func:`_results.pooled_rows`) and every claim is judged again on the
+    (:func:`harness.results.pooled_rows`) and every claim is judged again on the
     pooled rounds, so a claim's spread also holds what changes from one
     process to the next (where the allocator put things, what the machine was
     doing), not only from one round to the next within one.
@@ -248,13 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out}")
     print("\n".join(summary(doc)))
     if args.charts is not None:
-        from charts import render
+        from benchmarks.charts import render
 
         charts = out.parent / "charts" if args.charts == Path() else args.charts
         for path in render(out, charts):
             print(f"wrote {path}")
     if args.publish:
-        import report
+        from benchmarks import report
 
         return report.main([str(out)])
     return 0
@@ -270,7 +267,7 @@ def pin_hash_seed(seed: int) -> None:
     if "PYTHONHASHSEED" in os.environ:
         return
     os.environ["PYTHONHASHSEED"] = str(seed % 4_294_967_296)
-    os.execv(sys.executable, [sys.executable, *sys.argv])
+    os.execv(sys.executable, [sys.executable, "-m", "benchmarks.run", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -36,10 +36,10 @@ from swarmstate._errors import (
     UnsupportedTypeError,
     ValueOutOfRangeError,
 )
-from swarmstate._memory import Store
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
 from swarmstate._transfer import transfer
+from swarmstate.backends.memory import Store
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,7 @@ import pytest
 
 import swarmstate as ss
 
-sys.path.append(str(Path(__file__).parent))
-pytest_plugins = ["pgserver"]  # the throwaway PostgreSQL cluster
+pytest_plugins = ["tests.support.pgserver"]  # the throwaway PostgreSQL cluster
 
 BACKENDS = ["memory", "disk", "postgres"]
 

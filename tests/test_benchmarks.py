@@ -15,33 +15,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks import compare, report
+from benchmarks.harness import data, dict_stream
+from benchmarks.harness.config import Config
+from benchmarks.harness.results import Results, pooled_rows
+from benchmarks.sections.shapes import graphs
+from swarmstate._bench.conversation import Conversation, Replay
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import _harness as harness  # noqa: E402
-import compare  # noqa: E402
-import dict_stream  # noqa: E402
-import report  # noqa: E402
-import shape_graphs  # noqa: E402
-from _config import Config  # noqa: E402
-from _results import Results, pooled_rows  # noqa: E402
-
-from swarmstate._bench.conversation import Conversation, Replay  # noqa: E402
 
 
 def _generate(seed: int) -> list[str]:
     """Build a sample of every kind of benchmark data the way run.py does."""
     cfg = Config.make(200, seed, quick=True, pg_dsn=None)
     rng = cfg.rng("core.snapshot")
-    entries = harness.gen_entries(rng, 30, 10)
-    changes = harness.pick_changes(cfg.rng("core.diff"), entries, 5, 1)
-    blob = harness.blob_value(cfg.rng("disk.floor"), 1_024)
+    entries = data.gen_entries(rng, 30, 10)
+    changes = data.pick_changes(cfg.rng("core.diff"), entries, 5, 1)
+    blob = data.blob_value(cfg.rng("disk.floor"), 1_024)
     steps = Conversation.record(seed, 12).steps
     recorded = [(s.checkpoint, s.metadata, s.new_versions, s.tasks) for s in steps]
     dicts = [(s.checkpoint, s.metadata, s.tasks) for s in dict_stream.record(seed, 12).steps]
-    shapes = [shape_graphs.Script(seed, name, 3).turns for name in shape_graphs.SHAPES]
-    return [harness.fingerprint(x) for x in (entries, changes, blob, recorded, dicts, shapes)]
+    shapes = [graphs.Script(seed, name, 3).turns for name in graphs.SHAPES]
+    return [data.fingerprint(x) for x in (entries, changes, blob, recorded, dicts, shapes)]
 
 
 def test_same_seed_builds_identical_benchmark_data() -> None:
@@ -196,7 +191,7 @@ def test_rows_of_different_rounds_are_not_paired() -> None:
 
 
 def test_a_limit_below_its_floor_is_restated_within_the_margin_of_the_floor() -> None:
-    from _config import FLOOR_MARGIN
+    from benchmarks.harness.config import FLOOR_MARGIN
 
     res = Results()
     res.add("ours", _latency([1.1, 1.1, 1.1]))
@@ -239,7 +234,7 @@ def test_docs_tables_match_the_results_file() -> None:
     block = report.render(json.loads(results.read_text()))
     current = doc.read_text()
     assert report.apply(current, block) == current, (
-        "docs/benchmarks.md differs from benchmarks/results.json; run python benchmarks/report.py"
+        "docs/benchmarks.md differs from benchmarks/results.json; run python -m benchmarks.report"
     )
 
 
@@ -248,7 +243,7 @@ def test_readme_numbers_match_the_results_file() -> None:
     readme = (ROOT / "README.md").read_text()
     block = report.render_readme(results)
     assert report.apply(readme, block, report.README_BEGIN, report.README_END) == readme, (
-        "README.md numbers differ from benchmarks/results.json; run python benchmarks/report.py"
+        "README.md numbers differ from benchmarks/results.json; run python -m benchmarks.report"
     )
 
 
@@ -263,7 +258,7 @@ def test_figures_quoted_by_the_other_docs_match_the_results_file() -> None:
         for path, wanted in report.render_docs(_results(), ROOT / "docs").items()
         if wanted != path.read_text()
     ]
-    assert not stale, f"{stale} differ from results.json; run python benchmarks/report.py"
+    assert not stale, f"{stale} differ from results.json; run python -m benchmarks.report"
 
 
 def test_a_changed_result_makes_the_docs_stale() -> None:
@@ -386,7 +381,7 @@ def _measured(doc: dict[str, Any]) -> None:
 def test_a_tiny_run_of_two_sections_measures_every_claim_they_make() -> None:
     # The benchmark's whole runs are its own command (benchmarks/run.py --quick):
     # here the machinery only, each section in its own interpreter, on tiny sizes.
-    import run
+    from benchmarks import run
 
     doc = run.run(_tiny(7), ["core", "saver"], processes=1)
     assert doc["sections"] == ["core", "saver"]
@@ -400,7 +395,7 @@ def test_a_run_writes_its_file_under_runs_and_changes_nothing_tracked(pg_conninf
     before = _tree(*watched)
     # The cheapest section at the quick sizes, PostgreSQL included.
     proc = subprocess.run(
-        [sys.executable, "benchmarks/run.py", "--quick", "--sections", "workers",
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--sections", "workers",
          "--iters", "40", "--rounds", "3", "--processes", "1", "--pg-dsn", pg_conninfo],
         capture_output=True, text=True, check=False, timeout=600, cwd=ROOT,
     )  # fmt: skip

@@ -205,7 +205,7 @@ def saver_rows(
     except ImportError as exc:
         skipped["savers"] = f'{exc} (install it with: pip install "pyswarmstate[langgraph]")'
         return {}, skipped
-    from swarmstate._memory import Store
+    from swarmstate.backends.memory import Store
 
     groups: dict[str, dict[str, Any]] = {
         "memory": {

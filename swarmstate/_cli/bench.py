@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from swarmstate import _bench
 from swarmstate._errors import StorageError
-from swarmstate._memory import Store
+from swarmstate.backends.memory import Store
 
 __all__ = ["LANGGRAPH_HINT", "check_writable", "format_report", "run_benchmark", "write_result"]
 

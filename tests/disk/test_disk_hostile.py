@@ -18,11 +18,11 @@ from pathlib import Path
 
 import apsw
 import pytest
-from copies import check_a_copy_refuses_the_originals_later_snapshots
 
 import swarmstate as ss
 from swarmstate.backends.disk import DiskStore, writes
 from swarmstate.backends.disk.connections import Connections
+from tests.support.copies import check_a_copy_refuses_the_originals_later_snapshots
 
 # Set by the first at-fork hook to run (hooks registered later run first, and
 # DiskStore's was registered when the import above ran): a fork has begun.

@@ -1,8 +1,8 @@
 """Fixtures for the LangGraph checkpointer tests: one saver per store backend.
 
-This folder has no ``__init__.py`` on purpose: ``tests/`` is on ``sys.path``
-(see ``tests/conftest.py``), and a package named ``langgraph`` there would
-shadow the real LangGraph.
+This folder has no ``__init__.py`` on purpose: pytest puts ``tests/`` on
+``sys.path`` for the test modules at its top, and a package named
+``langgraph`` there would shadow the real LangGraph.
 """
 
 from __future__ import annotations

@@ -122,9 +122,7 @@ def test_another_process_reads_the_types_its_state_schema_declares(
         graph_module.build(SwarmStateSaver(store)).invoke({}, cfg("t"), durability="sync")
     reader = textwrap.dedent(
         f"""
-        import sys
-        sys.path.insert(0, {str(tmp_path)!r})
-        import ticket_graph
+        import ticket_graph  # found in the working directory, tmp_path
         from swarmstate.backends.disk import DiskStore
         from swarmstate.integrations.langgraph import SwarmStateSaver
 
@@ -139,7 +137,7 @@ def test_another_process_reads_the_types_its_state_schema_declares(
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", reader], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", reader], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["Ticket", "HIGH"] * 2

@@ -1,6 +1,6 @@
 """PostgreSQL migrations: a schema of every released version, set up again, is the schema in force.
 
-Each earlier version is built as its release left it (``pg_releases.py``),
+Each earlier version is built as its release left it (``tests/support/pg_releases.py``),
 then ``setup()`` migrates it; the result must match a new schema in every
 table (columns, types, defaults, compression), constraint, index and
 function body, as the server's catalogs describe them.
@@ -14,11 +14,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_releases import RELEASED
-from pgserver import create_schema_at_version
 
 import swarmstate as ss
 from swarmstate.backends.postgres import schema as pg_schema
+from tests.support.pg_releases import RELEASED
+from tests.support.pgserver import create_schema_at_version
 
 pytestmark = pytest.mark.postgres
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from pgserver import create_schema_at_version
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -30,6 +29,7 @@ from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 from swarmstate.backends.postgres import schema as _pg_schema
+from tests.support.pgserver import create_schema_at_version
 
 pytestmark = pytest.mark.postgres
 

@@ -16,8 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from copies import check_a_copy_refuses_the_originals_later_snapshots
-from pgserver import create_schema_at_version, find_bindir
 from psycopg import sql
 
 import swarmstate as ss
@@ -25,6 +23,8 @@ from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
 from swarmstate.backends.postgres import statements as _pg_sql
+from tests.support.copies import check_a_copy_refuses_the_originals_later_snapshots
+from tests.support.pgserver import create_schema_at_version, find_bindir
 
 pytestmark = pytest.mark.postgres
 

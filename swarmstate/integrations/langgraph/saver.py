@@ -45,7 +45,7 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import hide_password
 from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
-from swarmstate._memory import Store
+from swarmstate.backends.memory import Store
 from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph import config as C
 from swarmstate.integrations.langgraph import keys as K

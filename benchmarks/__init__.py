@@ -1,0 +1,1 @@
+"""The benchmark suite: run with ``python -m benchmarks.run`` from the repository root."""

@@ -1,0 +1,1 @@
+"""What the benchmark sections share: configuration, seeded data, results, the savers timed."""

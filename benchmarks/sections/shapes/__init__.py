@@ -1,0 +1,1 @@
+"""The ``shapes`` section: every state shape users write, against its peer (``section.py``)."""
