@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 GRAPH_MODULE = textwrap.dedent(
     '''
@@ -150,9 +150,9 @@ def test_a_type_nobody_wrote_reads_as_its_fields_and_the_log_says_how_to_allow_i
     store = make_store()
     graph_module.build(SwarmStateSaver(store)).invoke({}, cfg("t"), durability="sync")
     # What another deployment would see: the stored record of the types is gone.
-    from swarmstate.integrations.langgraph import keys as K
+    from swarmstate.integrations.langgraph import keys
 
-    store.delete_many([(K.TYPES, key) for key in store.keys(K.TYPES)])
+    store.delete_many([(keys.TYPES, key) for key in store.keys(keys.TYPES)])
     with caplog.at_level(logging.WARNING, logger="swarmstate"):
         values = SwarmStateSaver(store).get_tuple(cfg("t")).checkpoint["channel_values"]  # type: ignore[union-attr]
     assert isinstance(values["ticket"], dict)

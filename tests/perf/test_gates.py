@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from perf.gate import check
 
 pytestmark = pytest.mark.benchmark
@@ -29,8 +29,8 @@ def _entries(rng: random.Random, namespaces: int, per_ns: int) -> list[tuple[str
     ]
 
 
-def _store(entries: list[tuple[str, str, Any]]) -> ss.Store:
-    store = ss.Store()
+def _store(entries: list[tuple[str, str, Any]]) -> swarmstate.Store:
+    store = swarmstate.Store()
     for i in range(0, len(entries), 5_000):
         store.set_many(entries[i : i + 5_000])
     return store
@@ -62,7 +62,7 @@ def test_diff_of_one_change_is_flat_in_namespace_count(benchmark: Any) -> None:
 def test_set_get_is_at_least_half_a_plain_dict_of_codec_bytes(benchmark: Any) -> None:
     keys = [(f"ns{i % 50}", f"k{i:06d}") for i in range(20_000)]
     value = {"step": 3, "status": "running", "score": 0.5}
-    store, plain = ss.Store(), {}
+    store, plain = swarmstate.Store(), {}
 
     def ours(i: int) -> object:
         ns, key = keys[i % 20_000]
@@ -71,8 +71,8 @@ def test_set_get_is_at_least_half_a_plain_dict_of_codec_bytes(benchmark: Any) ->
 
     def peer(i: int) -> object:
         pair = keys[i % 20_000]
-        plain[pair] = ss.dumps(value)
-        return ss.loads(plain[pair])
+        plain[pair] = swarmstate.dumps(value)
+        return swarmstate.loads(plain[pair])
 
     benchmark(ours, 0)
     result = check(ours, peer, budget=2.0)  # throughput >= 0.5x  <=>  time <= 2x
@@ -88,7 +88,7 @@ def test_disk_set_of_10kb_is_within_1_3x_of_a_bare_apsw_insert(
 
     rng = random.Random(7)
     blobs = [rng.randbytes(10_240) for _ in range(16)]
-    data = [ss.dumps(b) for b in blobs]
+    data = [swarmstate.dumps(b) for b in blobs]
     store = DiskStore(tmp_path / "store.db", synchronous="NORMAL")
     conn = apsw.Connection(str(tmp_path / "bare.db"))
     conn.execute("PRAGMA journal_mode=WAL")
@@ -120,7 +120,7 @@ def test_saver_latest_read_is_flat_as_the_thread_grows(benchmark: Any) -> None:
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     conversation = _conversation(2_000)
-    saver = SwarmStateSaver(ss.Store())
+    saver = SwarmStateSaver(swarmstate.Store())
     # 50 checkpoints in, the message window is full: both latest checkpoints are alike.
     short, long = Replay(conversation, saver, "short"), Replay(conversation, saver, "long")
     short.fill(50)
@@ -158,8 +158,8 @@ def test_saver_put_in_memory_has_not_regressed_past_its_measured_ratio(benchmark
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     conversation = _conversation(1_700)
-    ours, peer = SwarmStateSaver(ss.Store()), InMemorySaver()
-    benchmark(_stepper(conversation, SwarmStateSaver(ss.Store()), "bench"), 0)
+    ours, peer = SwarmStateSaver(swarmstate.Store()), InMemorySaver()
+    benchmark(_stepper(conversation, SwarmStateSaver(swarmstate.Store()), "bench"), 0)
     result = check(
         _stepper(conversation, ours, "t"), _stepper(conversation, peer, "t"), budget=1.4, inner=100
     )

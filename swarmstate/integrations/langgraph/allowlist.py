@@ -39,7 +39,7 @@ from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_ev
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import keys
 
 __all__ = ["Allowlist", "classes_of"]
 
@@ -116,7 +116,7 @@ class Allowlist:
 
     def rows(self, types: Iterable[Type]) -> list[tuple[str, str, bytes]]:
         """The entries that record ``types`` in the store (ensured in a put's batch)."""
-        return [(K.TYPES, K.field(module) + K.field(name), _NIL) for module, name in types]
+        return [(keys.TYPES, keys.field(module) + keys.field(name), _NIL) for module, name in types]
 
     def add(self, types: Iterable[Type]) -> None:
         """Allow ``types`` from now on (they were written)."""
@@ -172,9 +172,9 @@ class Allowlist:
         if self._recorded is not None:
             return False
         recorded = set()
-        for key in self.store.keys(K.TYPES):
-            module, at = K.read_field(key, 0)
-            recorded.add((module, K.read_field(key, at)[0]))
+        for key in self.store.keys(keys.TYPES):
+            module, at = keys.read_field(key, 0)
+            recorded.add((module, keys.read_field(key, at)[0]))
         self._recorded = recorded
         self._waiting = recorded - self.known
         before = self._version

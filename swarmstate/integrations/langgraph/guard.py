@@ -46,12 +46,12 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import keys
 from swarmstate.integrations.langgraph.values import LenderGone
 
 __all__ = ["GUARDS", "Guards", "fence_of"]
 
-GUARDS = K.ROOT + "g"
+GUARDS = keys.ROOT + "g"
 """The namespace of the guards, keyed by ``F(thread_id)``."""
 _ATTEMPTS = 20
 _HINTS = 4096
@@ -103,7 +103,7 @@ class Guards:
         self._guarded: set[str] = set()
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         rows = self.store.items(GUARDS, start=key, limit=1, raw=True)
         if rows and rows[0][0] == key:
             guard = loads(rows[0][1])
@@ -138,7 +138,7 @@ class Guards:
                 write builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
         """
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         lent = [(ns, k, PRESENT) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
@@ -185,7 +185,9 @@ class Guards:
                     for namespace, checkpoint_id in built_on:
                         made = made_at(checkpoint_id)
                         if made is None or made <= float(deleted):
-                            tombstone.append((namespace, K.checkpoint_key(checkpoint_id), PRESENT))
+                            tombstone.append(
+                                (namespace, keys.checkpoint_key(checkpoint_id), PRESENT)
+                            )
             try:
                 set_many(
                     items,
@@ -247,7 +249,7 @@ class Guards:
         self, thread_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
     ) -> Any:
         """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None)."""
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         for _ in range(_ATTEMPTS):
             raw, guard = self._read(thread_id)
             new = change(dict(guard))
