@@ -41,7 +41,7 @@ def render(results: Path, out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "swarmstate"
-    import matplotlib.pyplot as plt
+    from matplotlib import pyplot
 
     doc = json.loads(results.read_text())
     out.mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,7 @@ def render(results: Path, out: Path) -> list[Path]:
     # 1. Snapshot cost vs state size, against copy.deepcopy.
     snap = _rows(doc, section="core", group="snapshot")
     if snap:
-        fig, ax = plt.subplots(figsize=(6.4, 4))
+        fig, ax = pyplot.subplots(figsize=(6.4, 4))
         for subject in sorted({r["subject"] for _, r in snap}):
             pts = sorted((r["param"], r["p50"]) for _, r in snap if r["subject"] == subject)
             ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=subject)
@@ -65,14 +65,14 @@ def render(results: Path, out: Path) -> list[Path]:
         ax.legend()
         fig.tight_layout()
         _save(fig, out, "snapshot_vs_size", written)
-        plt.close(fig)
+        pyplot.close(fig)
 
     # 2. Diff cost per layout, 1 and 100 changes, with one Store.set for scale.
     diff = _rows(doc, section="core", group="diff")
     if diff:
         labels = sorted({r["param"] for _, r in diff}, key=lambda p: (p.startswith("one"), p))
         subjects = sorted({r["subject"] for _, r in diff})
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = pyplot.subplots(figsize=(7, 4))
         width = 0.8 / len(subjects)
         for j, subject in enumerate(subjects):
             vals = [
@@ -87,7 +87,7 @@ def render(results: Path, out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         _save(fig, out, "diff_vs_layout", written)
-        plt.close(fig)
+        pyplot.close(fig)
 
     # 3. Latest read as the thread grows, one panel per saver group, with its floor.
     for group in ("memory", "durable", "postgres"):
@@ -95,7 +95,7 @@ def render(results: Path, out: Path) -> list[Path]:
         if not latest:
             continue
         floor = _rows(doc, saver_group=group, group="floor", batch=f"{group}.latest")
-        fig, ax = plt.subplots(figsize=(6.4, 4))
+        fig, ax = pyplot.subplots(figsize=(6.4, 4))
         for saver in sorted({r["saver"] for _, r in latest}):
             pts = sorted((r["param"], r["p50"]) for _, r in latest if r["saver"] == saver)
             ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=saver)
@@ -112,7 +112,7 @@ def render(results: Path, out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         _save(fig, out, f"latest_{group}", written)
-        plt.close(fig)
+        pyplot.close(fig)
 
     # 4. Checkpoint latency per group: put p50/p99, put_writes p50, list(limit=10) p50.
     for group in ("memory", "durable", "postgres"):
@@ -121,7 +121,7 @@ def render(results: Path, out: Path) -> list[Path]:
             continue
         savers = sorted({r["saver"] for _, r in rows})
         metrics = [("put", "p50"), ("put", "p99"), ("put_writes", "p50"), ("list", "p50")]
-        fig, ax = plt.subplots(figsize=(7.5, 4))
+        fig, ax = pyplot.subplots(figsize=(7.5, 4))
         width = 0.8 / len(savers)
         for j, saver in enumerate(savers):
             vals = []
@@ -136,7 +136,7 @@ def render(results: Path, out: Path) -> list[Path]:
         ax.legend(fontsize=7)
         fig.tight_layout()
         _save(fig, out, f"checkpoint_{group}", written)
-        plt.close(fig)
+        pyplot.close(fig)
 
     # 5. Threads and writer processes.
     for group, title, xlabel in (
@@ -147,12 +147,12 @@ def render(results: Path, out: Path) -> list[Path]:
         if not rows:
             continue
         pts = sorted((r["param"], r["median"]) for _, r in rows)
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        fig, ax = pyplot.subplots(figsize=(5.5, 3.6))
         ax.bar([str(p) for p, _ in pts], [v for _, v in pts])
         ax.set(xlabel=xlabel, ylabel="total ops/s (median round)", title=title)
         fig.tight_layout()
         _save(fig, out, f"{group}_scaling", written)
-        plt.close(fig)
+        pyplot.close(fig)
 
     # 6. A growing conversation: bytes stored, and put, turn after turn.
     def by_turn(row: dict[str, Any]) -> tuple[list[int], list[float]]:
@@ -170,7 +170,7 @@ def render(results: Path, out: Path) -> list[Path]:
             rows = sorted(_rows(doc, section="growth", group=what, graph=graph), key=str)
             if not rows:
                 continue
-            fig, ax = plt.subplots(figsize=(6.4, 4))
+            fig, ax = pyplot.subplots(figsize=(6.4, 4))
             for _, row in rows:
                 xs, ys = by_turn(row)
                 ax.plot(xs, ys, marker="o" if what == "bytes" else None, label=row["subject"])
@@ -178,7 +178,7 @@ def render(results: Path, out: Path) -> list[Path]:
             ax.legend(fontsize=7)
             fig.tight_layout()
             _save(fig, out, f"growth_{what}_{graph}", written)
-            plt.close(fig)
+            pyplot.close(fig)
 
     # 7. Many threads: each thread-level call's cost against the number of threads.
     for store in ("disk", "postgres"):
@@ -186,7 +186,7 @@ def render(results: Path, out: Path) -> list[Path]:
         calls = [(g, t) for g, t in THREAD_CALLS if any(r["group"] == g for _, r in rows)]
         if not calls:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.4))
+        fig, ax = pyplot.subplots(figsize=(7, 4.4))
         for k, (group, title) in enumerate(calls):
             for saver in sorted({r["subject"] for _, r in rows if r["group"] == group}):
                 pts = sorted(
@@ -210,7 +210,7 @@ def render(results: Path, out: Path) -> list[Path]:
         ax.legend(fontsize=6)
         fig.tight_layout()
         _save(fig, out, f"threads_{store}", written)
-        plt.close(fig)
+        pyplot.close(fig)
     return written
 
 

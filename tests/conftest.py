@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
 pytest_plugins = ["tests.support.pgserver"]  # the throwaway PostgreSQL cluster
 
@@ -23,14 +23,14 @@ class StoreFactory:
         self.durable = backend != "memory"
         self._tmp_path = tmp_path
         self._request = request
-        self._opened: list[ss.BaseStore] = []
+        self._opened: list[swarmstate.BaseStore] = []
         self._count = 0
         self._pg: Callable[..., Any] | None = None
 
-    def __call__(self, **kwargs: Any) -> ss.BaseStore:
+    def __call__(self, **kwargs: Any) -> swarmstate.BaseStore:
         self._count += 1
         if self.backend == "memory":
-            store: ss.BaseStore = ss.Store(**kwargs)
+            store: swarmstate.BaseStore = swarmstate.Store(**kwargs)
         elif self.backend == "disk":
             from swarmstate.backends.disk import DiskStore
 
@@ -42,14 +42,14 @@ class StoreFactory:
         self._opened.append(store)
         return store
 
-    def reopen(self, store: ss.BaseStore, **kwargs: Any) -> ss.BaseStore:
+    def reopen(self, store: swarmstate.BaseStore, **kwargs: Any) -> swarmstate.BaseStore:
         """Close ``store`` and open its data again (durable backends only)."""
         store.close()
         if self.backend == "disk":
             from swarmstate.backends.disk import DiskStore
 
             assert isinstance(store, DiskStore)
-            again: ss.BaseStore = DiskStore(store.path, **kwargs)
+            again: swarmstate.BaseStore = DiskStore(store.path, **kwargs)
         elif self.backend == "postgres":
             assert self._pg is not None
             again = self._pg.reopen(store, **kwargs)  # type: ignore[attr-defined]
@@ -80,6 +80,6 @@ def durable_store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
 
 
 @pytest.fixture
-def store(store_factory: StoreFactory) -> ss.BaseStore:
+def store(store_factory: StoreFactory) -> swarmstate.BaseStore:
     """A fresh, empty store of each backend."""
     return store_factory()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from benchmarks import compare, report
 from benchmarks.harness import data, dict_stream
 from benchmarks.harness.config import Config

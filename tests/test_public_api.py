@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
 EXPECTED = {
     "ABSENT",
@@ -53,27 +53,27 @@ def _isort(names: list[str]) -> list[str]:
 
 
 def test_all_is_sorted_and_exact() -> None:
-    assert ss.__all__ == _isort(ss.__all__)
-    assert set(ss.__all__) == EXPECTED
-    for name in ss.__all__:
-        assert hasattr(ss, name)
+    assert swarmstate.__all__ == _isort(swarmstate.__all__)
+    assert set(swarmstate.__all__) == EXPECTED
+    for name in swarmstate.__all__:
+        assert hasattr(swarmstate, name)
 
 
 def test_every_error_derives_from_the_root_and_a_builtin() -> None:
     builtins = (TypeError, ValueError, RuntimeError, ImportError, OSError)
-    for name in ss.__all__:
-        obj = getattr(ss, name)
+    for name in swarmstate.__all__:
+        obj = getattr(swarmstate, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
-            assert issubclass(obj, ss.SwarmStateError)
-            assert obj is ss.SwarmStateError or issubclass(obj, builtins), name
+            assert issubclass(obj, swarmstate.SwarmStateError)
+            assert obj is swarmstate.SwarmStateError or issubclass(obj, builtins), name
 
 
 def test_documented_import_paths() -> None:
     disk = importlib.import_module("swarmstate.backends.disk")
     postgres = importlib.import_module("swarmstate.backends.postgres")
     langgraph = importlib.import_module("swarmstate.integrations.langgraph")
-    assert issubclass(disk.DiskStore, ss.BaseStore)
-    assert issubclass(postgres.PostgresStore, ss.BaseStore)
+    assert issubclass(disk.DiskStore, swarmstate.BaseStore)
+    assert issubclass(postgres.PostgresStore, swarmstate.BaseStore)
     assert langgraph.SwarmStateSaver.__name__ == "SwarmStateSaver"
 
 
@@ -135,5 +135,7 @@ def test_the_contract_modules_export_what_they_define_sorted(name: str) -> None:
 def test_docs_exceptions_has_a_row_for_every_exported_error() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "exceptions.md").read_text()
     rows = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `")}
-    errors = {name for name in ss.__all__ if name.endswith("Error") and name != "SwarmStateError"}
+    errors = {
+        name for name in swarmstate.__all__ if name.endswith("Error") and name != "SwarmStateError"
+    }
     assert errors <= rows, f"docs/exceptions.md lacks {sorted(errors - rows)}"

@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
 
 BLOB = os.urandom(3000)  # about one SQLite page per entry
@@ -44,7 +44,9 @@ def pragma(path: Path, name: str) -> Any:
         conn.close()
 
 
-def fill_and_thin(store: ss.BaseStore, namespaces: int = 40, per: int = 500) -> dict[str, int]:
+def fill_and_thin(
+    store: swarmstate.BaseStore, namespaces: int = 40, per: int = 500
+) -> dict[str, int]:
     """Write ``namespaces * per`` large entries, then delete nine in ten, spread over the file.
 
     Returns the count left in each namespace.
@@ -56,7 +58,7 @@ def fill_and_thin(store: ss.BaseStore, namespaces: int = 40, per: int = 500) -> 
     return {f"big{n}": len(range(0, per, 10)) for n in range(namespaces)}
 
 
-def assert_left_intact(store: ss.BaseStore, counts: dict[str, int]) -> None:
+def assert_left_intact(store: swarmstate.BaseStore, counts: dict[str, int]) -> None:
     for namespace, count in counts.items():
         assert store.count(namespace) == count
         assert store.get(namespace, "k00010") == BLOB
@@ -65,12 +67,12 @@ def assert_left_intact(store: ss.BaseStore, counts: dict[str, int]) -> None:
 # -- every backend ---------------------------------------------------------------
 
 
-def test_reclaim_reports_and_changes_no_data(store: ss.BaseStore) -> None:
+def test_reclaim_reports_and_changes_no_data(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", f"k{i:02d}", {"i": i}) for i in range(50)])
     store.delete_many([("a", f"k{i:02d}") for i in range(0, 50, 2)])
     snap = store.snapshot()
     report = store.reclaim()
-    assert isinstance(report, ss.ReclaimReport)
+    assert isinstance(report, swarmstate.ReclaimReport)
     assert report.backend == type(store).__name__
     assert report.bytes_freed == report.bytes_before - report.bytes_after
     doc = json.loads(json.dumps(report.as_dict()))
@@ -83,20 +85,20 @@ def test_reclaim_reports_and_changes_no_data(store: ss.BaseStore) -> None:
 
 
 @pytest.mark.parametrize("bad", [1, "yes", None])
-def test_reclaim_refuses_a_full_that_is_not_a_bool(store: ss.BaseStore, bad: Any) -> None:
-    with pytest.raises(ss.InvalidArgumentError, match="full"):
+def test_reclaim_refuses_a_full_that_is_not_a_bool(store: swarmstate.BaseStore, bad: Any) -> None:
+    with pytest.raises(swarmstate.InvalidArgumentError, match="full"):
         store.reclaim(full=bad)
 
 
 def test_reclaim_of_a_closed_store_is_refused(durable_store_factory: Any) -> None:
     store = durable_store_factory()
     store.close()
-    with pytest.raises(ss.StoreClosedError):
+    with pytest.raises(swarmstate.StoreClosedError):
         store.reclaim()
 
 
 def test_the_in_memory_store_has_nothing_to_give_back() -> None:
-    store = ss.Store()
+    store = swarmstate.Store()
     store.set("a", "k", 1)
     report = store.reclaim(full=True)
     assert (report.bytes_before, report.bytes_after, report.pages_freed) == (0, 0, 0)
@@ -151,7 +153,7 @@ def test_reclaim_keeps_snapshots_readable(tmp_path: Path) -> None:
 def test_reclaim_through_a_readonly_handle_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     DiskStore(path).close()
-    with DiskStore(path, readonly=True) as store, pytest.raises(ss.ReadOnlyStoreError):
+    with DiskStore(path, readonly=True) as store, pytest.raises(swarmstate.ReadOnlyStoreError):
         store.reclaim()
 
 

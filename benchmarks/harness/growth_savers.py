@@ -139,7 +139,7 @@ def store_bytes(store: Any) -> int:
 
 def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
     """Every contender that can run on this machine, in a fixed order."""
-    import swarmstate as ss
+    import swarmstate
     from swarmstate.backends.disk import DiskStore
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
@@ -150,7 +150,7 @@ def make_savers(cfg: GrowthConfig, tmp: Path, graph: str) -> list[Saver]:
         return wanted is None or name in wanted
 
     if want("SwarmStateSaver(Store)"):
-        store = ss.Store()
+        store = swarmstate.Store()
         puts: list[int] = []
         out.append(
             Saver(

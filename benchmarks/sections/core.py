@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import swarmstate as ss
+import swarmstate
 from benchmarks.harness.config import Config
 from benchmarks.harness.data import as_nested_dict, gen_entries, pick_changes, small_value
 from benchmarks.harness.results import Results
@@ -17,11 +17,11 @@ from swarmstate._bench import Op, interleave_rounds, round_stats, throughput
 
 def _snapshots(cfg: Config, res: Results) -> None:
     rng = cfg.rng("core.snapshot")
-    stores: dict[int, ss.Store] = {}
+    stores: dict[int, swarmstate.Store] = {}
     dicts: dict[int, dict[str, Any]] = {}
     for n in cfg.snapshot_sizes:
         entries = gen_entries(rng, max(1, n // 10), 10 if n >= 10 else n)
-        store = ss.Store()
+        store = swarmstate.Store()
         store.set_many(entries)
         stores[n] = store
         dicts[n] = as_nested_dict(entries)
@@ -71,7 +71,7 @@ def _diffs(cfg: Config, res: Results) -> None:
     layouts = cfg.diff_layouts()
     for label, namespaces, per_ns in layouts:
         entries = gen_entries(rng, namespaces, per_ns)
-        store = ss.Store()
+        store = swarmstate.Store()
         for start in range(0, len(entries), 5_000):
             store.set_many(entries[start : start + 5_000])
         base = store.snapshot()
@@ -139,10 +139,10 @@ def _throughput(cfg: Config, res: Results) -> None:
     rng = cfg.rng("core.throughput")
     n = cfg.throughput_entries
     items = gen_entries(rng, 100, max(1, n // 100))
-    dumps, loads = ss.dumps, ss.loads
+    dumps, loads = swarmstate.dumps, swarmstate.loads
 
     def store_run(_: int) -> int:
-        store = ss.Store()
+        store = swarmstate.Store()
         set_, get = store.set, store.get
         for ns, key, value in items:
             set_(ns, key, value)
@@ -157,13 +157,13 @@ def _throughput(cfg: Config, res: Results) -> None:
         return len(items)
 
     def many_run(_: int) -> int:
-        store = ss.Store()
+        store = swarmstate.Store()
         for start in range(0, len(items), 50):
             store.set_many(items[start : start + 50])
         return len(items)
 
     def single_run(_: int) -> int:
-        store = ss.Store()
+        store = swarmstate.Store()
         for ns, key, value in items:
             store.set(ns, key, value)
         return len(items)
@@ -221,7 +221,7 @@ def _threads(cfg: Config, res: Results) -> None:
 
     def make(threads: int) -> Any:
         def run(_: int) -> int:
-            store = ss.Store()
+            store = swarmstate.Store()
             work = [[e for lane in per_lane[t::threads] for e in lane] for t in range(threads)]
             gate = threading.Barrier(threads + 1)
 
@@ -278,7 +278,7 @@ class _DirtyMarks:
         self.lock = threading.Lock() if lock else None
 
     def set(self, ns: str, key: str, value: Any) -> None:
-        data, k = ss.dumps(value), (ns, key)
+        data, k = swarmstate.dumps(value), (ns, key)
         if self.lock is None:
             self.flat[k] = data
             self.dirty[k] = None
@@ -288,14 +288,14 @@ class _DirtyMarks:
             self.dirty[k] = None
 
     def get(self, ns: str, key: str) -> Any:
-        return ss.loads(self.flat[(ns, key)])
+        return swarmstate.loads(self.flat[(ns, key)])
 
 
 def _design(cfg: Config, res: Results) -> None:
     """The measurements docs/architecture.md gives as reasons for the design."""
     rng = cfg.rng("core.design")
     entries = gen_entries(rng, 100, 100)
-    store = ss.Store()
+    store = swarmstate.Store()
     store.set_many(entries)
     base = store.snapshot()
     ns, key, _ = entries[len(entries) // 2]
@@ -307,8 +307,8 @@ def _design(cfg: Config, res: Results) -> None:
     except ImportError:  # the bench extra installs it; without it the row is skipped
         pyrsistent = None
     if pyrsistent is not None:
-        before = pyrsistent.pmap({(n, k): ss.dumps(v) for n, k, v in entries})
-        after = before.set((ns, key), ss.dumps({"changed": True}))
+        before = pyrsistent.pmap({(n, k): swarmstate.dumps(v) for n, k, v in entries})
+        after = before.set((ns, key), swarmstate.dumps({"changed": True}))
         slots = pyrsistent.pvector(range(32))
         ops.append(Op("pmap", lambda i: before == after))
         ops.append(Op("pvector", lambda i: slots.set(5, i)))

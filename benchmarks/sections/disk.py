@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import swarmstate as ss
+import swarmstate
 from benchmarks.harness.config import Config
 from benchmarks.harness.data import bare_apsw, blob_value, gen_entries, pick_changes
 from benchmarks.harness.results import Results
@@ -123,12 +123,15 @@ def _restore_floor(
         for start in range(0, len(entries), 2_000):
             conn.executemany(
                 "INSERT OR REPLACE INTO kv VALUES (?, ?, ?)",
-                [(ns, key, ss.dumps(value)) for ns, key, value in entries[start : start + 2_000]],
+                [
+                    (ns, key, swarmstate.dumps(value))
+                    for ns, key, value in entries[start : start + 2_000]
+                ],
             )
         conn.execute("COMMIT")
         for k in cfg.disk_changes:
             batches = [
-                [(ss.dumps(v), ns, key) for ns, key, v in pick_changes(rng, entries, k, r)]
+                [(swarmstate.dumps(v), ns, key) for ns, key, v in pick_changes(rng, entries, k, r)]
                 for r in range(8)
             ]
 
@@ -158,7 +161,7 @@ def _restore_floor(
 def _write_floor(cfg: Config, res: Results, workdir: Path, have_disk: bool) -> None:
     rng = cfg.rng("disk.floor")
     blobs = [blob_value(rng) for _ in range(16)]
-    encoded = [ss.dumps(b) for b in blobs]
+    encoded = [swarmstate.dumps(b) for b in blobs]
     keys = [f"doc-{rng.getrandbits(32):08x}" for _ in range(256)]
     sql = "INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)"
 

@@ -105,10 +105,10 @@ def _measure_stream(
     tail = "" if stream == "pydantic" else f"_{stream}"
     memory: dict[str, Any] = {PEER: InMemorySaver()}
     if have_saver:
-        import swarmstate as ss
+        import swarmstate
         from swarmstate.integrations.langgraph import SwarmStateSaver
 
-        memory = {OURS: SwarmStateSaver(ss.Store()), **memory}
+        memory = {OURS: SwarmStateSaver(swarmstate.Store()), **memory}
     measure(
         cfg,
         res,

@@ -59,12 +59,12 @@ def _stores(cfg: Config, workdir: Path) -> dict[str, tuple[Any, Any]]:
     own, so neither handle's writes empty the other's page cache), and a
     second handle on the same schema on PostgreSQL.
     """
-    import swarmstate as ss
+    import swarmstate
     from swarmstate.backends.disk import DiskStore
 
     workdir.mkdir(parents=True, exist_ok=True)
     stores: dict[str, tuple[Any, Any]] = {
-        "memory": (ss.Store(), unguarded(ss.Store)()),
+        "memory": (swarmstate.Store(), unguarded(swarmstate.Store)()),
         "disk": (
             DiskStore(workdir / "workers.db"),
             unguarded(DiskStore)(workdir / "workers-control.db"),  # type: ignore[call-arg]

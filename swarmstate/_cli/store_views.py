@@ -90,13 +90,12 @@ def _checkpoints(store: BaseStore) -> tuple[int | None, list[dict[str, str]]]:
 def _integrity(store: BaseStore) -> list[str] | None:
     """``PRAGMA integrity_check`` rows on a read-only connection; None off SQLite."""
     try:
-        from swarmstate.backends.disk import DiskStore
-        from swarmstate.backends.disk import readonly as ro
+        from swarmstate.backends.disk import DiskStore, readonly
     except ImportError:  # no disk extra: then the store is not a DiskStore either
         return None
     if not isinstance(store, DiskStore):
         return None
-    conn, _ = ro.open_readonly(str(store.path))
+    conn, _ = readonly.open_readonly(str(store.path))
     try:
         return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
     finally:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from swarmstate._cli import checkpoints as C
+from swarmstate._cli import checkpoints
 from swarmstate._cli.messages import is_messages, message_diff, message_row
 from swarmstate._cli.values import plain, short
 from swarmstate.integrations.langgraph import SwarmStateSaver
@@ -62,7 +62,9 @@ def threads_by_activity(
     page = []
     for found in saver.recent_threads(limit=limit, offset=offset):
         # Its newest checkpoint, in whichever namespace it is.
-        latest = next(iter(saver.list(C.config(found.thread_id, None, found.checkpoint_id))), None)
+        latest = next(
+            iter(saver.list(checkpoints.config(found.thread_id, None, found.checkpoint_id))), None
+        )
         ts = None if latest is None else latest.checkpoint.get("ts")
         page.append(ThreadActivity(found.thread_id, ts if isinstance(ts, str) else None))
     return page, saver.thread_count()
@@ -74,16 +76,16 @@ def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, A
     rows = []
     for thread_id, last_activity in page:
         count, latest, namespaces = 0, None, set()
-        for found in saver.list(C.config(thread_id)):
+        for found in saver.list(checkpoints.config(thread_id)):
             count += 1
             latest = latest or found
-            namespaces.add(C.checkpoint_ns(found))
+            namespaces.add(checkpoints.checkpoint_ns(found))
         rows.append(
             {
                 "thread_id": thread_id,
                 "checkpoints": count,
                 "namespaces": sorted(namespaces),
-                "last_checkpoint_id": None if latest is None else C.checkpoint_id(latest),
+                "last_checkpoint_id": None if latest is None else checkpoints.checkpoint_id(latest),
                 "last_activity": last_activity,
                 "value_bytes": saver.thread_size(thread_id),
             }
@@ -102,17 +104,19 @@ def history_view(
     """
     rows: list[tuple[dict[str, Any], Any, tuple[str, str] | None]] = []
     seen: dict[tuple[str, str], Any] = {}
-    for found in saver.list(C.config(thread_id, checkpoint_ns), limit=limit):
+    for found in saver.list(checkpoints.config(thread_id, checkpoint_ns), limit=limit):
         versions = found.checkpoint.get("versions_seen", {})
-        seen[(C.checkpoint_ns(found), C.checkpoint_id(found))] = versions
-        rows.append((_checkpoint_row(saver, found), versions, C.parent_key(found)))
+        seen[(checkpoints.checkpoint_ns(found), checkpoints.checkpoint_id(found))] = versions
+        rows.append((_checkpoint_row(saver, found), versions, checkpoints.parent_key(found)))
     if not rows:
-        raise C.no_thread(thread_id, checkpoint_ns)
+        raise checkpoints.no_thread(thread_id, checkpoint_ns)
     for row, versions, parent in rows:
         if parent is not None and parent not in seen:  # older than the last row shown
-            seen[parent] = _versions_seen(saver.get_tuple(C.config(thread_id, *parent)))
-        row["nodes"] = C.nodes_between(versions, seen[parent] if parent is not None else {})
-    numbers = C.branches(
+            seen[parent] = _versions_seen(saver.get_tuple(checkpoints.config(thread_id, *parent)))
+        row["nodes"] = checkpoints.nodes_between(
+            versions, seen[parent] if parent is not None else {}
+        )
+    numbers = checkpoints.branches(
         (row["checkpoint_ns"], row["checkpoint_id"], parent) for row, _, parent in rows
     )
     for (row, _, _), branch in zip(rows, numbers, strict=True):
@@ -132,13 +136,17 @@ def show_view(
     last: int,
 ) -> dict[str, Any]:
     """One checkpoint (default the latest): channels, next nodes, interrupts, pending writes."""
-    found = C.find(saver, thread_id, checkpoint_id, checkpoint_ns)
+    found = checkpoints.find(saver, thread_id, checkpoint_id, checkpoint_ns)
     row = _checkpoint_row(saver, found)
-    parent = C.parent_key(found)
-    before = {} if parent is None else _versions_seen(saver.get_tuple(C.config(thread_id, *parent)))
-    row["nodes"] = C.nodes_between(_versions_seen(found), before)
-    row["next"] = C.next_nodes(found.checkpoint)
-    values, deltas = C.channel_values(saver, found)
+    parent = checkpoints.parent_key(found)
+    before = (
+        {}
+        if parent is None
+        else _versions_seen(saver.get_tuple(checkpoints.config(thread_id, *parent)))
+    )
+    row["nodes"] = checkpoints.nodes_between(_versions_seen(found), before)
+    row["next"] = checkpoints.next_nodes(found.checkpoint)
+    values, deltas = checkpoints.channel_values(saver, found)
     row["metadata"] = dict(found.metadata)
     row["channels"] = [
         _channel(saver, name, values[name], deltas.get(name), last) for name in sorted(values)
@@ -148,7 +156,7 @@ def show_view(
         {"task_id": task_id, "id": getattr(item, "id", None),
          "value": plain(getattr(item, "value", item))}
         for task_id, channel, value in writes
-        if channel == C.INTERRUPT
+        if channel == checkpoints.INTERRUPT
         for item in (value if isinstance(value, list | tuple) else [value])
     ]  # fmt: skip
     row["pending_writes"] = [
@@ -162,9 +170,9 @@ def diff_view(
     saver: SwarmStateSaver, thread_id: str, a_ref: str, b_ref: str, checkpoint_ns: str | None
 ) -> dict[str, Any]:
     """What changed from checkpoint ``a_ref`` to ``b_ref``: channels with their values, messages."""
-    a = C.find(saver, thread_id, a_ref, checkpoint_ns)
-    b = C.find(saver, thread_id, b_ref, checkpoint_ns)
-    va, vb = C.channel_values(saver, a)[0], C.channel_values(saver, b)[0]
+    a = checkpoints.find(saver, thread_id, a_ref, checkpoint_ns)
+    b = checkpoints.find(saver, thread_id, b_ref, checkpoint_ns)
+    va, vb = checkpoints.channel_values(saver, a)[0], checkpoints.channel_values(saver, b)[0]
     names = sorted(set(va) | set(vb))
     changed = [
         n for n in names if n in va and n in vb and _encoded(saver, va[n]) != _encoded(saver, vb[n])
@@ -206,8 +214,8 @@ def diff_view(
 
 def _side(found: CheckpointTuple) -> dict[str, Any]:
     return {
-        "checkpoint_id": C.checkpoint_id(found),
-        "checkpoint_ns": C.checkpoint_ns(found),
+        "checkpoint_id": checkpoints.checkpoint_id(found),
+        "checkpoint_ns": checkpoints.checkpoint_ns(found),
         "step": found.metadata.get("step"),
     }
 
@@ -218,10 +226,10 @@ def _versions_seen(found: CheckpointTuple | None) -> Any:
 
 def _checkpoint_row(saver: SwarmStateSaver, found: CheckpointTuple) -> dict[str, Any]:
     """The fields of a history row; ``nodes`` needs the parent and is set by the caller."""
-    parent = C.parent_key(found)
+    parent = checkpoints.parent_key(found)
     return {
-        "checkpoint_id": C.checkpoint_id(found),
-        "checkpoint_ns": C.checkpoint_ns(found),
+        "checkpoint_id": checkpoints.checkpoint_id(found),
+        "checkpoint_ns": checkpoints.checkpoint_ns(found),
         "step": found.metadata.get("step"),
         "source": found.metadata.get("source"),
         "nodes": [],

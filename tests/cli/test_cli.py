@@ -22,8 +22,7 @@ import pytest
 
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import SwarmStateSaver, keys
 from tests.support.cli import (
     directory_state,
     leave_log_behind,
@@ -321,7 +320,7 @@ def test_check_reads_back_every_checkpoint_and_names_a_damaged_one(
     with DiskStore(path) as store:
         # Valid msgpack (so every entry still decodes), but not a checkpoint.
         store.set_many(
-            [(K.scope("chat", ""), K.checkpoint_key(checkpoint_id), b"\x94\x01\x02\x03\x04")],
+            [(keys.scope("chat", ""), keys.checkpoint_key(checkpoint_id), b"\x94\x01\x02\x03\x04")],
             raw=True,
         )
     code, out, _ = run(["check", str(path), "--json"], capsys)

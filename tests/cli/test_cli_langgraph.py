@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-import swarmstate as ss
+import swarmstate
 from swarmstate._cli.source import open_store
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import SwarmStateSaver, keys
 from tests.support.cli import ROOT, run_cli
 from tests.support.graphs import ODD_THREAD, THREADS, cfg, chat_graph, fill_with_graphs
 
@@ -39,7 +38,7 @@ class Filled:
 def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Filled]:
     if request.param == "disk":
         path = tmp_path / "graphs.db"
-        store: ss.BaseStore = DiskStore(path)
+        store: swarmstate.BaseStore = DiskStore(path)
         target = [str(path)]
     else:
         store = request.getfixturevalue("pg_store_factory")()
@@ -76,7 +75,7 @@ def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
         assert row["last_checkpoint_id"] == ids(found)[0]
         assert row["last_activity"] == found[0].checkpoint["ts"]
         # Every namespace of the thread: checkpoints, writes, values, list segments.
-        namespaces = store.namespaces(K.thread_prefix(row["thread_id"]))
+        namespaces = store.namespaces(keys.thread_prefix(row["thread_id"]))
         assert row["value_bytes"] == sum(
             len(v) for ns in namespaces for _, v in store.items(ns, raw=True)
         )
@@ -202,9 +201,9 @@ def test_the_command_cannot_write_to_postgresql(pg_store_factory: Any, pg_connin
     store.set("ns", "k", 1)
     with open_store(pg_conninfo, schema=store.schema) as readonly:
         assert readonly.get("ns", "k") == 1
-        with pytest.raises(ss.StorageError, match="read-only transaction"):
+        with pytest.raises(swarmstate.StorageError, match="read-only transaction"):
             readonly.set("ns", "k", 2)
-        with pytest.raises(ss.StorageError, match="read-only transaction"):
+        with pytest.raises(swarmstate.StorageError, match="read-only transaction"):
             readonly.snapshot()
     assert store.get("ns", "k") == 1
     assert store.snapshots() == []

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate._cli import prune as prune_module
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
@@ -38,7 +38,7 @@ COUNTS = ("threads_examined", "threads_deleted", "checkpoints_deleted", "writes_
 class Filled:
     """A store filled by real graphs, and how the command names it."""
 
-    store: ss.BaseStore
+    store: swarmstate.BaseStore
     target: list[str]  # PATH, plus --schema on PostgreSQL
     path: Path | None  # the file, on DiskStore
 
@@ -60,7 +60,7 @@ class Filled:
 def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Filled]:
     if request.param == "disk":
         path: Path | None = tmp_path / "graphs.db"
-        store: ss.BaseStore = DiskStore(path)
+        store: swarmstate.BaseStore = DiskStore(path)
         target = [str(path)]
     else:
         path = None

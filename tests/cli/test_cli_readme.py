@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from tests.support.cli import ROOT, directory_state
@@ -154,35 +154,35 @@ def test_readme_names_exactly_the_types_the_codec_accepts() -> None:
     named = listed_types()
     assert set(named) == {*SAMPLES, "int"}
     for name, sample in SAMPLES.items():
-        back = ss.loads(ss.dumps(sample))
+        back = swarmstate.loads(swarmstate.dumps(sample))
         expected = named[name] or type(sample).__name__
         assert type(back).__name__ == expected, name
         assert back == SAMPLES_BACK.get(name, sample), name
     for other in ({1, 2}, 1j, object(), {1: "int key"}, [frozenset()]):
-        with pytest.raises(ss.UnsupportedTypeError):
-            ss.dumps(other)
+        with pytest.raises(swarmstate.UnsupportedTypeError):
+            swarmstate.dumps(other)
 
 
 def test_readme_int_range_is_the_codec_range() -> None:
     match = re.search(r"int \((-?2\*\*\d+) to (2\*\*\d+-1)\)", RULES_TEXT)
     assert match is not None, RULES_TEXT
     low, high = (eval(bound, {"__builtins__": {}}) for bound in match.groups())
-    assert ss.loads(ss.dumps(low)) == low
-    assert ss.loads(ss.dumps(high)) == high
+    assert swarmstate.loads(swarmstate.dumps(low)) == low
+    assert swarmstate.loads(swarmstate.dumps(high)) == high
     for outside in (low - 1, high + 1):
-        with pytest.raises(ss.ValueOutOfRangeError):
-            ss.dumps(outside)
+        with pytest.raises(swarmstate.ValueOutOfRangeError):
+            swarmstate.dumps(outside)
 
 
 def test_readme_error_classes_are_the_ones_raised_with_their_builtins() -> None:
     pairs = re.findall(r"`(\w+Error)`, a `(\w+Error)`", RULES_TEXT)
     assert [name for name, _ in pairs] == ["UnsupportedTypeError", "ValueOutOfRangeError"]
     for name, builtin in pairs:
-        cls = getattr(ss, name)
-        assert issubclass(cls, ss.SwarmStateError)
+        cls = getattr(swarmstate, name)
+        assert issubclass(cls, swarmstate.SwarmStateError)
         assert issubclass(cls, getattr(builtins, builtin))
-    with pytest.raises(ss.UnsupportedTypeError, match=r"value\['a'\]\[3\]"):
-        ss.dumps({"a": [0, 1, 2, object()]})
-    with pytest.raises(ss.ValueOutOfRangeError):
-        ss.dumps(2**70)
-    assert not issubclass(ss.ValueOutOfRangeError, TypeError)
+    with pytest.raises(swarmstate.UnsupportedTypeError, match=r"value\['a'\]\[3\]"):
+        swarmstate.dumps({"a": [0, 1, 2, object()]})
+    with pytest.raises(swarmstate.ValueOutOfRangeError):
+        swarmstate.dumps(2**70)
+    assert not issubclass(swarmstate.ValueOutOfRangeError, TypeError)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
 from tests.support.cli import (
     directory_state,
@@ -58,18 +58,18 @@ def test_every_write_through_a_readonly_store_raises_and_changes_nothing(db: Pat
             "set_many ensure": lambda: store.set_many([], ensure=[("a", "b", 1)]),
             # One row on a condition: the one-statement write.
             "set_many require": lambda: store.set_many(
-                [("a", "b", 1)], require=[("a", "c", ss.ABSENT)]
+                [("a", "b", 1)], require=[("a", "c", swarmstate.ABSENT)]
             ),
             "set_many require present": lambda: store.set_many(
-                [("a", "b", 1)], require=[("ns0", "k000", ss.PRESENT)]
+                [("a", "b", 1)], require=[("ns0", "k000", swarmstate.PRESENT)]
             ),
             # One row on conditions: the one-statement write; then the transaction.
             "write one row": lambda: store.write(
-                ss.Transaction(conditions=[ss.Empty("a")], sets=[("a", "b", 1)])
+                swarmstate.Transaction(conditions=[swarmstate.Empty("a")], sets=[("a", "b", 1)])
             ),
-            "write": lambda: store.write(ss.Transaction(prefix_deletes=["ns"])),
+            "write": lambda: store.write(swarmstate.Transaction(prefix_deletes=["ns"])),
             "write conditions": lambda: store.write(
-                ss.Transaction(conditions=[ss.Present("ns0", "k000")])
+                swarmstate.Transaction(conditions=[swarmstate.Present("ns0", "k000")])
             ),
             "delete": lambda: store.delete("ns0", "k000"),
             "delete_many": lambda: store.delete_many([("ns0", "k000")]),
@@ -81,9 +81,9 @@ def test_every_write_through_a_readonly_store_raises_and_changes_nothing(db: Pat
             "setup": store.setup,
         }
         for name, write in writes.items():
-            with pytest.raises(ss.ReadOnlyStoreError, match="readonly=True"):
+            with pytest.raises(swarmstate.ReadOnlyStoreError, match="readonly=True"):
                 write()
-            assert isinstance(ss.ReadOnlyStoreError("x"), PermissionError), name
+            assert isinstance(swarmstate.ReadOnlyStoreError("x"), PermissionError), name
         assert store.get("ns0", "k000") == {"i": 0, "text": ""}
     assert directory_state(db.parent) == before
 
@@ -142,12 +142,12 @@ def test_readonly_read_does_not_wait_for_another_process_write_transaction(db: P
 @pytest.mark.parametrize(
     ("make", "error"),
     [
-        ("missing", ss.StorageError),
-        ("empty", ss.IncompatibleStoreError),
-        ("text", ss.IncompatibleStoreError),
-        ("foreign sqlite", ss.IncompatibleStoreError),
-        ("foreign sqlite wal", ss.IncompatibleStoreError),
-        ("directory", ss.StorageError),
+        ("missing", swarmstate.StorageError),
+        ("empty", swarmstate.IncompatibleStoreError),
+        ("text", swarmstate.IncompatibleStoreError),
+        ("foreign sqlite", swarmstate.IncompatibleStoreError),
+        ("foreign sqlite wal", swarmstate.IncompatibleStoreError),
+        ("directory", swarmstate.StorageError),
     ],
 )
 def test_readonly_open_refuses_what_is_not_a_store_and_leaves_it_untouched(
@@ -200,14 +200,14 @@ def test_readonly_open_refuses_a_log_without_its_shared_memory_file(db: Path) ->
     leave_log_behind(db)
     Path(f"{db}-shm").unlink()
     before = directory_state(db.parent)
-    with pytest.raises(ss.StorageError, match="-shm"):
+    with pytest.raises(swarmstate.StorageError, match="-shm"):
         DiskStore(db, readonly=True)
     assert directory_state(db.parent) == before
 
 
 def test_readonly_must_be_a_bool(db: Path) -> None:
     make_store(db)
-    with pytest.raises(ss.InvalidArgumentError, match="readonly"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="readonly"):
         DiskStore(db, readonly=1)  # type: ignore[arg-type]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate._cli.values import plain
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
@@ -44,7 +44,7 @@ class Filled:
 def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Filled]:
     if request.param == "disk":
         path = tmp_path / "views.db"
-        store: ss.BaseStore = DiskStore(path)
+        store: swarmstate.BaseStore = DiskStore(path)
         target = [str(path)]
     else:
         store = request.getfixturevalue("pg_store_factory")()

@@ -13,20 +13,20 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
-Call = Callable[[ss.BaseStore], Any]
+Call = Callable[[swarmstate.BaseStore], Any]
 
 SURROGATE = "\udc80"
 
 
-def _raises(store: ss.BaseStore, call: Call, error: type[Exception], shown: str) -> None:
+def _raises(store: swarmstate.BaseStore, call: Call, error: type[Exception], shown: str) -> None:
     """``call(store)`` raises ``error`` naming ``shown``, exactly as the in-memory store does."""
     with pytest.raises(error) as got:
         call(store)
     assert type(got.value) is error
     assert shown in str(got.value)
-    reference = ss.Store()
+    reference = swarmstate.Store()
     reference.set("ns", "k", "kept")
     with pytest.raises(error) as expected:
         call(reference)
@@ -34,28 +34,32 @@ def _raises(store: ss.BaseStore, call: Call, error: type[Exception], shown: str)
 
 
 RANGE_CASES: list[tuple[dict[str, Any], type[Exception], str]] = [
-    ({"start": SURROGATE}, ss.InvalidKeyError, repr(SURROGATE)),
-    ({"stop": "\ud800"}, ss.InvalidKeyError, repr("\ud800")),
-    ({"start": 3}, ss.InvalidKeyError, "3"),
-    ({"stop": b"k"}, ss.InvalidKeyError, "b'k'"),
-    ({"reverse": "no"}, ss.InvalidArgumentError, "'no'"),
-    ({"reverse": 1}, ss.InvalidArgumentError, "1"),
-    ({"reverse": None}, ss.InvalidArgumentError, "None"),
-    ({"limit": 2**63}, ss.InvalidArgumentError, str(2**63)),
-    ({"limit": -1}, ss.InvalidArgumentError, "-1"),
-    ({"limit": 1.5}, ss.InvalidArgumentError, "1.5"),
-    ({"limit": True}, ss.InvalidArgumentError, "True"),
-    ({"limit": "3"}, ss.InvalidArgumentError, "'3'"),
+    ({"start": SURROGATE}, swarmstate.InvalidKeyError, repr(SURROGATE)),
+    ({"stop": "\ud800"}, swarmstate.InvalidKeyError, repr("\ud800")),
+    ({"start": 3}, swarmstate.InvalidKeyError, "3"),
+    ({"stop": b"k"}, swarmstate.InvalidKeyError, "b'k'"),
+    ({"reverse": "no"}, swarmstate.InvalidArgumentError, "'no'"),
+    ({"reverse": 1}, swarmstate.InvalidArgumentError, "1"),
+    ({"reverse": None}, swarmstate.InvalidArgumentError, "None"),
+    ({"limit": 2**63}, swarmstate.InvalidArgumentError, str(2**63)),
+    ({"limit": -1}, swarmstate.InvalidArgumentError, "-1"),
+    ({"limit": 1.5}, swarmstate.InvalidArgumentError, "1.5"),
+    ({"limit": True}, swarmstate.InvalidArgumentError, "True"),
+    ({"limit": "3"}, swarmstate.InvalidArgumentError, "'3'"),
     # The first bad argument wins: namespace, start, stop, reverse, limit.
-    ({"start": 3, "reverse": "no"}, ss.InvalidKeyError, "3"),
-    ({"reverse": "no", "limit": -1}, ss.InvalidArgumentError, "'no'"),
+    ({"start": 3, "reverse": "no"}, swarmstate.InvalidKeyError, "3"),
+    ({"reverse": "no", "limit": -1}, swarmstate.InvalidArgumentError, "'no'"),
 ]
 
 
 @pytest.mark.parametrize(("kwargs", "error", "shown"), RANGE_CASES, ids=repr)
 @pytest.mark.parametrize("method", ["keys", "items"])
 def test_range_arguments_are_refused_alike(
-    store: ss.BaseStore, method: str, kwargs: dict[str, Any], error: type[Exception], shown: str
+    store: swarmstate.BaseStore,
+    method: str,
+    kwargs: dict[str, Any],
+    error: type[Exception],
+    shown: str,
 ) -> None:
     store.set("ns", "k", "kept")
     _raises(store, lambda s: getattr(s, method)("ns", **kwargs), error, shown)
@@ -64,62 +68,88 @@ def test_range_arguments_are_refused_alike(
 @pytest.mark.parametrize("namespace", [1, None, b"ns", SURROGATE])
 @pytest.mark.parametrize("method", ["keys", "items", "count"])
 def test_a_bad_namespace_of_a_read_is_refused_alike(
-    store: ss.BaseStore, method: str, namespace: Any
+    store: swarmstate.BaseStore, method: str, namespace: Any
 ) -> None:
-    _raises(store, lambda s: getattr(s, method)(namespace), ss.InvalidKeyError, repr(namespace))
+    _raises(
+        store, lambda s: getattr(s, method)(namespace), swarmstate.InvalidKeyError, repr(namespace)
+    )
 
 
-def test_the_largest_limit_is_accepted_and_means_all(store: ss.BaseStore) -> None:
+def test_the_largest_limit_is_accepted_and_means_all(store: swarmstate.BaseStore) -> None:
     store.set_many([("ns", "a", 1), ("ns", "b", 2)])
     assert store.keys("ns", limit=2**63 - 1) == ["a", "b"]
     assert store.items("ns", reverse=True, limit=2**63 - 1) == [("b", 2), ("a", 1)]
 
 
-def test_items_raw_must_be_a_bool(store: ss.BaseStore) -> None:
-    _raises(store, lambda s: s.items("ns", raw="yes"), ss.InvalidArgumentError, "'yes'")
-    _raises(store, lambda s: s.get_many([("ns", "a")], raw=1), ss.InvalidArgumentError, "1")
+def test_items_raw_must_be_a_bool(store: swarmstate.BaseStore) -> None:
+    _raises(store, lambda s: s.items("ns", raw="yes"), swarmstate.InvalidArgumentError, "'yes'")
+    _raises(store, lambda s: s.get_many([("ns", "a")], raw=1), swarmstate.InvalidArgumentError, "1")
 
 
 BATCH_CASES: list[tuple[Call, type[Exception], str]] = [
     # Entry by entry: shape, namespace, key, value; the first bad entry wins.
-    (lambda s: s.set_many([("a", "k", object()), (1, "k", 2)]), ss.UnsupportedTypeError, "object"),
-    (lambda s: s.set_many([(1, "k", 2), ("a", "k", object())]), ss.InvalidKeyError, "int: 1"),
-    (lambda s: s.set_many([("a", 2.5, {1}), ("a", "k")]), ss.InvalidKeyError, "2.5"),
-    (lambda s: s.set_many([("a", "k", 1), ("a", "k")]), ss.InvalidArgumentError, "('a', 'k')"),
-    (lambda s: s.set_many(["abc"]), ss.InvalidArgumentError, "'abc'"),
-    (lambda s: s.set_many([("a", SURROGATE, 1)]), ss.InvalidKeyError, repr(SURROGATE)),
-    (lambda s: s.set_many([(SURROGATE, "k", 1)]), ss.InvalidKeyError, repr(SURROGATE)),
-    (lambda s: s.set_many([("a", "k", 2**64)]), ss.ValueOutOfRangeError, str(2**64)),
+    (
+        lambda s: s.set_many([("a", "k", object()), (1, "k", 2)]),
+        swarmstate.UnsupportedTypeError,
+        "object",
+    ),
+    (
+        lambda s: s.set_many([(1, "k", 2), ("a", "k", object())]),
+        swarmstate.InvalidKeyError,
+        "int: 1",
+    ),
+    (lambda s: s.set_many([("a", 2.5, {1}), ("a", "k")]), swarmstate.InvalidKeyError, "2.5"),
+    (
+        lambda s: s.set_many([("a", "k", 1), ("a", "k")]),
+        swarmstate.InvalidArgumentError,
+        "('a', 'k')",
+    ),
+    (lambda s: s.set_many(["abc"]), swarmstate.InvalidArgumentError, "'abc'"),
+    (lambda s: s.set_many([("a", SURROGATE, 1)]), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.set_many([(SURROGATE, "k", 1)]), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.set_many([("a", "k", 2**64)]), swarmstate.ValueOutOfRangeError, str(2**64)),
     # ensure entries are checked before the items.
     (
         lambda s: s.set_many([(1, "k", 2)], ensure=[("a", "k", object())]),
-        ss.UnsupportedTypeError,
+        swarmstate.UnsupportedTypeError,
         "object",
     ),
     (
         lambda s: s.set_many([("a", "k", object())], ensure=[("i", 7, 1)]),
-        ss.InvalidKeyError,
+        swarmstate.InvalidKeyError,
         "7",
     ),
     (
         lambda s: s.set_many([("a", "k", {"x": 1}), (2, "k", b"")], raw=True),
-        ss.InvalidArgumentError,
+        swarmstate.InvalidArgumentError,
         "dict",
     ),
-    (lambda s: s.set_many([("a", "k", 1)], if_absent="yes"), ss.InvalidArgumentError, "'yes'"),
-    (lambda s: s.set_many([("a", "k", b"")], raw=1), ss.InvalidArgumentError, "1"),
-    (lambda s: s.set("a", 5, object()), ss.InvalidKeyError, "5"),
+    (
+        lambda s: s.set_many([("a", "k", 1)], if_absent="yes"),
+        swarmstate.InvalidArgumentError,
+        "'yes'",
+    ),
+    (lambda s: s.set_many([("a", "k", b"")], raw=1), swarmstate.InvalidArgumentError, "1"),
+    (lambda s: s.set("a", 5, object()), swarmstate.InvalidKeyError, "5"),
     # Not an iterable at all: the argument is named.
-    (lambda s: s.set_many(None), ss.InvalidArgumentError, "items must be an iterable"),
-    (lambda s: s.set_many("abc"), ss.InvalidArgumentError, "items must be an iterable"),
-    (lambda s: s.set_many([], ensure=3), ss.InvalidArgumentError, "ensure must be an iterable"),
-    (lambda s: s.set_many([], require=5), ss.InvalidArgumentError, "require must be an iterable"),
+    (lambda s: s.set_many(None), swarmstate.InvalidArgumentError, "items must be an iterable"),
+    (lambda s: s.set_many("abc"), swarmstate.InvalidArgumentError, "items must be an iterable"),
+    (
+        lambda s: s.set_many([], ensure=3),
+        swarmstate.InvalidArgumentError,
+        "ensure must be an iterable",
+    ),
+    (
+        lambda s: s.set_many([], require=5),
+        swarmstate.InvalidArgumentError,
+        "require must be an iterable",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("call", "error", "shown"), BATCH_CASES)
 def test_a_bad_batch_is_refused_alike_and_writes_nothing(
-    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+    store: swarmstate.BaseStore, call: Call, error: type[Exception], shown: str
 ) -> None:
     store.set("ns", "k", "kept")
     _raises(store, call, error, shown)
@@ -128,58 +158,98 @@ def test_a_bad_batch_is_refused_alike_and_writes_nothing(
 
 
 def _write(**kwargs: Any) -> Call:
-    return lambda s: s.write(ss.Transaction(**kwargs))
+    return lambda s: s.write(swarmstate.Transaction(**kwargs))
 
 
 WRITE_CASES: list[tuple[Call, type[Exception], str]] = [
     (
         lambda s: s.write([("ns", "k", 1)]),
-        ss.InvalidArgumentError,
+        swarmstate.InvalidArgumentError,
         "takes a swarmstate.Transaction",
     ),
-    (lambda s: s.write(None), ss.InvalidArgumentError, "NoneType"),
-    (_write(if_absent="yes"), ss.InvalidArgumentError, "if_absent must be True or False"),
-    (_write(raw=1), ss.InvalidArgumentError, "raw must be True or False"),
-    (_write(conditions=[("ns", "k", ss.ABSENT)]), ss.InvalidArgumentError, "got tuple"),
-    (_write(conditions=[ss.ABSENT]), ss.InvalidArgumentError, "ABSENT"),
-    (_write(conditions=5), ss.InvalidArgumentError, "conditions must be an iterable"),
-    (_write(conditions=[ss.Absent("ns", 1)]), ss.InvalidKeyError, "key must be a str"),
-    (_write(conditions=[ss.Present(SURROGATE, "k")]), ss.InvalidKeyError, repr(SURROGATE)),
-    (_write(conditions=[ss.Holds("ns", "k", 1)]), ss.InvalidArgumentError, "got int"),
+    (lambda s: s.write(None), swarmstate.InvalidArgumentError, "NoneType"),
+    (_write(if_absent="yes"), swarmstate.InvalidArgumentError, "if_absent must be True or False"),
+    (_write(raw=1), swarmstate.InvalidArgumentError, "raw must be True or False"),
     (
-        _write(conditions=[ss.Holds("ns", "k", bytearray(b"x"))]),
-        ss.InvalidArgumentError,
+        _write(conditions=[("ns", "k", swarmstate.ABSENT)]),
+        swarmstate.InvalidArgumentError,
+        "got tuple",
+    ),
+    (_write(conditions=[swarmstate.ABSENT]), swarmstate.InvalidArgumentError, "ABSENT"),
+    (_write(conditions=5), swarmstate.InvalidArgumentError, "conditions must be an iterable"),
+    (
+        _write(conditions=[swarmstate.Absent("ns", 1)]),
+        swarmstate.InvalidKeyError,
+        "key must be a str",
+    ),
+    (
+        _write(conditions=[swarmstate.Present(SURROGATE, "k")]),
+        swarmstate.InvalidKeyError,
+        repr(SURROGATE),
+    ),
+    (
+        _write(conditions=[swarmstate.Holds("ns", "k", 1)]),
+        swarmstate.InvalidArgumentError,
+        "got int",
+    ),
+    (
+        _write(conditions=[swarmstate.Holds("ns", "k", bytearray(b"x"))]),
+        swarmstate.InvalidArgumentError,
         "bytearray",
     ),
-    (_write(conditions=[ss.Empty(None)]), ss.InvalidKeyError, "namespace must be a str"),
-    (_write(conditions=[ss.Empty("ns", 3)]), ss.InvalidKeyError, "start must be a str"),
-    (_write(conditions=[ss.Empty("ns", "a", b"z")]), ss.InvalidKeyError, "stop must be a str"),
+    (
+        _write(conditions=[swarmstate.Empty(None)]),
+        swarmstate.InvalidKeyError,
+        "namespace must be a str",
+    ),
+    (
+        _write(conditions=[swarmstate.Empty("ns", 3)]),
+        swarmstate.InvalidKeyError,
+        "start must be a str",
+    ),
+    (
+        _write(conditions=[swarmstate.Empty("ns", "a", b"z")]),
+        swarmstate.InvalidKeyError,
+        "stop must be a str",
+    ),
     # The first bad part wins: conditions, sets, deletes, then prefixes.
     (
-        _write(conditions=[ss.Empty("ns", 3)], sets=[(1, "k", 1)]),
-        ss.InvalidKeyError,
+        _write(conditions=[swarmstate.Empty("ns", 3)], sets=[(1, "k", 1)]),
+        swarmstate.InvalidKeyError,
         "start must be a str",
     ),
     (
         _write(sets=[("a", "k", object())], deletes=[("ns", 1)], prefix_deletes=[2]),
-        ss.UnsupportedTypeError,
+        swarmstate.UnsupportedTypeError,
         "object",
     ),
-    (_write(sets=[("a", "k")]), ss.InvalidArgumentError, "sets takes (namespace, key, value)"),
-    (_write(sets="abc"), ss.InvalidArgumentError, "sets must be an iterable"),
-    (_write(sets=[("a", "k", {})], raw=True), ss.InvalidArgumentError, "dict"),
-    (_write(deletes=[("ns", 1)], prefix_deletes=[2]), ss.InvalidKeyError, "key must be a str"),
-    (_write(deletes=[("ns",)]), ss.InvalidArgumentError, "('ns',)"),
-    (_write(deletes=3), ss.InvalidArgumentError, "deletes must be an iterable"),
-    (_write(prefix_deletes=["a", b"n"]), ss.InvalidKeyError, "prefix must be a str"),
-    (_write(prefix_deletes="ns"), ss.InvalidArgumentError, "prefix_deletes must be an iterable"),
-    (_write(prefix_deletes=[SURROGATE]), ss.InvalidKeyError, repr(SURROGATE)),
+    (
+        _write(sets=[("a", "k")]),
+        swarmstate.InvalidArgumentError,
+        "sets takes (namespace, key, value)",
+    ),
+    (_write(sets="abc"), swarmstate.InvalidArgumentError, "sets must be an iterable"),
+    (_write(sets=[("a", "k", {})], raw=True), swarmstate.InvalidArgumentError, "dict"),
+    (
+        _write(deletes=[("ns", 1)], prefix_deletes=[2]),
+        swarmstate.InvalidKeyError,
+        "key must be a str",
+    ),
+    (_write(deletes=[("ns",)]), swarmstate.InvalidArgumentError, "('ns',)"),
+    (_write(deletes=3), swarmstate.InvalidArgumentError, "deletes must be an iterable"),
+    (_write(prefix_deletes=["a", b"n"]), swarmstate.InvalidKeyError, "prefix must be a str"),
+    (
+        _write(prefix_deletes="ns"),
+        swarmstate.InvalidArgumentError,
+        "prefix_deletes must be an iterable",
+    ),
+    (_write(prefix_deletes=[SURROGATE]), swarmstate.InvalidKeyError, repr(SURROGATE)),
 ]
 
 
 @pytest.mark.parametrize(("call", "error", "shown"), WRITE_CASES)
 def test_a_bad_write_is_refused_alike_and_changes_nothing(
-    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+    store: swarmstate.BaseStore, call: Call, error: type[Exception], shown: str
 ) -> None:
     store.set("ns", "k", "kept")
     _raises(store, call, error, shown)
@@ -188,25 +258,29 @@ def test_a_bad_write_is_refused_alike_and_changes_nothing(
 
 
 PAIR_CASES: list[tuple[Call, type[Exception], str]] = [
-    (lambda s: s.get_many([("ns", "k"), ("ns",)]), ss.InvalidArgumentError, "('ns',)"),
-    (lambda s: s.get_many([("ns", 1)]), ss.InvalidKeyError, "1"),
-    (lambda s: s.get_many([("ns", "k", "v")]), ss.InvalidArgumentError, "'v'"),
-    (lambda s: s.delete_many([("ns", "k"), "nk"]), ss.InvalidArgumentError, "'nk'"),
-    (lambda s: s.delete_many([("ns", "k"), (SURROGATE, "k")]), ss.InvalidKeyError, "surrogate"),
-    (lambda s: s.delete("ns", None), ss.InvalidKeyError, "None"),
-    (lambda s: s.contains(SURROGATE, "k"), ss.InvalidKeyError, repr(SURROGATE)),
-    (lambda s: s.get("ns", b"k"), ss.InvalidKeyError, "b'k'"),
-    (lambda s: s.get_many(None), ss.InvalidArgumentError, "pairs must be an iterable"),
-    (lambda s: s.delete_many(7), ss.InvalidArgumentError, "pairs must be an iterable"),
-    (lambda s: s.footprint("ns", 1, 10), ss.InvalidKeyError, "1"),
-    (lambda s: s.footprint("ns", "k", -1), ss.InvalidArgumentError, "-1"),
-    (lambda s: s.footprint("ns", "k", 2.5), ss.InvalidArgumentError, "2.5"),
+    (lambda s: s.get_many([("ns", "k"), ("ns",)]), swarmstate.InvalidArgumentError, "('ns',)"),
+    (lambda s: s.get_many([("ns", 1)]), swarmstate.InvalidKeyError, "1"),
+    (lambda s: s.get_many([("ns", "k", "v")]), swarmstate.InvalidArgumentError, "'v'"),
+    (lambda s: s.delete_many([("ns", "k"), "nk"]), swarmstate.InvalidArgumentError, "'nk'"),
+    (
+        lambda s: s.delete_many([("ns", "k"), (SURROGATE, "k")]),
+        swarmstate.InvalidKeyError,
+        "surrogate",
+    ),
+    (lambda s: s.delete("ns", None), swarmstate.InvalidKeyError, "None"),
+    (lambda s: s.contains(SURROGATE, "k"), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.get("ns", b"k"), swarmstate.InvalidKeyError, "b'k'"),
+    (lambda s: s.get_many(None), swarmstate.InvalidArgumentError, "pairs must be an iterable"),
+    (lambda s: s.delete_many(7), swarmstate.InvalidArgumentError, "pairs must be an iterable"),
+    (lambda s: s.footprint("ns", 1, 10), swarmstate.InvalidKeyError, "1"),
+    (lambda s: s.footprint("ns", "k", -1), swarmstate.InvalidArgumentError, "-1"),
+    (lambda s: s.footprint("ns", "k", 2.5), swarmstate.InvalidArgumentError, "2.5"),
 ]
 
 
 @pytest.mark.parametrize(("call", "error", "shown"), PAIR_CASES)
 def test_bad_pairs_are_refused_alike_and_delete_nothing(
-    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+    store: swarmstate.BaseStore, call: Call, error: type[Exception], shown: str
 ) -> None:
     store.set("ns", "k", "kept")
     _raises(store, call, error, shown)
@@ -225,34 +299,34 @@ PREFIX_CASES: list[tuple[Call, str]] = [
 
 @pytest.mark.parametrize(("call", "shown"), PREFIX_CASES)
 def test_bad_prefixes_are_refused_alike_and_change_nothing(
-    store: ss.BaseStore, call: Call, shown: str
+    store: swarmstate.BaseStore, call: Call, shown: str
 ) -> None:
     store.set("ns", "k", "kept")
-    _raises(store, call, ss.InvalidKeyError, shown)
+    _raises(store, call, swarmstate.InvalidKeyError, shown)
     assert store.items("ns") == [("k", "kept")]
     assert store.namespaces() == ["ns"]
 
 
-def test_a_bad_key_of_a_snapshot_read_is_refused_alike(store: ss.BaseStore) -> None:
+def test_a_bad_key_of_a_snapshot_read_is_refused_alike(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", "kept")
     snap = store.snapshot()
-    with pytest.raises(ss.InvalidKeyError) as got:
+    with pytest.raises(swarmstate.InvalidKeyError) as got:
         snap.get("ns", SURROGATE)
     assert repr(SURROGATE) in str(got.value)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, [3]], ids=repr)
 def test_bad_max_history_is_refused_alike(store_factory: Any, bad: Any) -> None:
-    with pytest.raises(ss.InvalidArgumentError) as got:
+    with pytest.raises(swarmstate.InvalidArgumentError) as got:
         store_factory(max_history=bad)
-    with pytest.raises(ss.InvalidArgumentError) as expected:
-        ss.Store(max_history=bad)
+    with pytest.raises(swarmstate.InvalidArgumentError) as expected:
+        swarmstate.Store(max_history=bad)
     assert repr(bad) in str(got.value)
     assert str(got.value) == str(expected.value)
 
 
 def test_footprint_counts_at_least_the_entry_and_grows_with_its_value(
-    store: ss.BaseStore,
+    store: swarmstate.BaseStore,
 ) -> None:
     small, large = store.footprint("ns", "k", 10), store.footprint("ns", "k", 100_000)
     assert small >= len("ns") + len("k") + 10

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
 
 def test_building_and_reopening_a_store_never_calls_uuid4(
@@ -54,8 +54,8 @@ def test_close_twice_is_harmless_and_later_calls_on_any_thread_are_refused(
     thread.start()
     thread.join()
     assert len(seen) == 1
-    assert isinstance(seen[0], ss.StoreClosedError)
-    with pytest.raises(ss.StoreClosedError):
+    assert isinstance(seen[0], swarmstate.StoreClosedError)
+    with pytest.raises(swarmstate.StoreClosedError):
         store.set("ns", "k", 2)
 
 
@@ -65,7 +65,7 @@ async def test_async_with_closes_every_store(store_factory: Any) -> None:
         assert opened is store
         store.set("a", "k", 1)
     if store_factory.durable:
-        with pytest.raises(ss.StoreClosedError):
+        with pytest.raises(swarmstate.StoreClosedError):
             store.get("a", "k")
         assert store_factory.reopen(store).get("a", "k") == 1
     else:
@@ -83,7 +83,7 @@ async def test_async_with_closes_the_store_when_its_block_raises(store_factory: 
     with pytest.raises(KeyError):
         await fail_inside()
     if store_factory.durable:
-        with pytest.raises(ss.StoreClosedError):
+        with pytest.raises(swarmstate.StoreClosedError):
             store.get("a", "k")
 
 

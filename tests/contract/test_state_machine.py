@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -23,33 +22,34 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import swarmstate as ss
+import swarmstate
 
-NAMESPACES = st.sampled_from(["", "a", "a/", "a/b", "ab", "é", "\U0001f600", "t\x00"])
-KEYS = st.sampled_from(["", "k", "k1", "k2", "K", "ü", "x/y"])
+NAMESPACES = strategies.sampled_from(["", "a", "a/", "a/b", "ab", "é", "\U0001f600", "t\x00"])
+KEYS = strategies.sampled_from(["", "k", "k1", "k2", "K", "ü", "x/y"])
 SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=8)
-    | st.binary(max_size=8)
+    strategies.none()
+    | strategies.booleans()
+    | strategies.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | strategies.floats(allow_nan=False)
+    | strategies.text(max_size=8)
+    | strategies.binary(max_size=8)
 )
-VALUES = st.recursive(
+VALUES = strategies.recursive(
     SCALARS,
     lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        strategies.lists(inner, max_size=3)
+        | strategies.dictionaries(strategies.text(max_size=3), inner, max_size=3)
     ),
     max_leaves=6,
 )
 
 Model = dict[tuple[str, str], bytes]
 
-BOUNDS = st.none() | KEYS
+BOUNDS = strategies.none() | KEYS
 # A condition's kind and names; a Holds condition's bytes are drawn with it:
 # the model's bytes for the key (so that it can hold) or a value's.
-CONDITIONS = st.tuples(
-    st.sampled_from(["absent", "present", "holds", "holds_current", "empty"]),
+CONDITIONS = strategies.tuples(
+    strategies.sampled_from(["absent", "present", "holds", "holds_current", "empty"]),
     NAMESPACES,
     KEYS,
     BOUNDS,
@@ -61,19 +61,19 @@ def condition_of(drawn: tuple[str, str, str, str | None, Any], model: Model) -> 
     """The condition a drawn tuple describes, against the model's current bytes."""
     kind, ns, key, bound, value = drawn
     if kind == "absent":
-        return ss.Absent(ns, key)
+        return swarmstate.Absent(ns, key)
     if kind == "present":
-        return ss.Present(ns, key)
+        return swarmstate.Present(ns, key)
     if kind == "holds":
-        return ss.Holds(ns, key, ss.dumps(value))
+        return swarmstate.Holds(ns, key, swarmstate.dumps(value))
     if kind == "holds_current":
-        return ss.Holds(ns, key, model.get((ns, key), b"\xc0"))
+        return swarmstate.Holds(ns, key, model.get((ns, key), b"\xc0"))
     start, stop = (key, bound) if bound is None or key <= bound else (bound, key)
-    return ss.Empty(ns, start if start else None, stop)
+    return swarmstate.Empty(ns, start if start else None, stop)
 
 
 def holds(condition: Any, model: Model) -> bool:
-    if isinstance(condition, ss.Empty):
+    if isinstance(condition, swarmstate.Empty):
         return not any(
             ns == condition.namespace
             and (condition.start is None or key >= condition.start)
@@ -81,14 +81,14 @@ def holds(condition: Any, model: Model) -> bool:
             for ns, key in model
         )
     found = model.get((condition.namespace, condition.key))
-    if isinstance(condition, ss.Absent):
+    if isinstance(condition, swarmstate.Absent):
         return found is None
-    if isinstance(condition, ss.Present):
+    if isinstance(condition, swarmstate.Present):
         return found is not None
     return found == condition.data
 
 
-def model_diff(base: Model, later: Model) -> ss.Diff:
+def model_diff(base: Model, later: Model) -> swarmstate.Diff:
     return {
         "added": sorted(k for k in later if k not in base),
         "removed": sorted(k for k in base if k not in later),
@@ -104,11 +104,11 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
 
         def __init__(self) -> None:
             super().__init__()
-            self.store: ss.BaseStore = factory(max_history=max_history)
+            self.store: swarmstate.BaseStore = factory(max_history=max_history)
             self.model: Model = {}
-            self.recorded: list[tuple[ss.Snapshot, Model]] = []
+            self.recorded: list[tuple[swarmstate.Snapshot, Model]] = []
 
-        def retained(self) -> list[tuple[ss.Snapshot, Model]]:
+        def retained(self) -> list[tuple[swarmstate.Snapshot, Model]]:
             if max_history is None:
                 return self.recorded
             return self.recorded[-max_history:]
@@ -120,7 +120,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
         @rule(ns=NAMESPACES, key=KEYS, value=VALUES)
         def set(self, ns: str, key: str, value: Any) -> None:
             self.store.set(ns, key, value)
-            self.model[(ns, key)] = ss.dumps(value)
+            self.model[(ns, key)] = swarmstate.dumps(value)
 
         @rule(ns=NAMESPACES, key=KEYS)
         def delete(self, ns: str, key: str) -> None:
@@ -129,10 +129,10 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             self.model.pop((ns, key), None)
 
         @rule(
-            items=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=5),
-            poison=st.booleans(),
-            if_absent=st.booleans(),
-            ensure=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=2),
+            items=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES), max_size=5),
+            poison=strategies.booleans(),
+            if_absent=strategies.booleans(),
+            ensure=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES), max_size=2),
         )
         def set_many(
             self,
@@ -142,24 +142,24 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             ensure: list[tuple[str, str, Any]],
         ) -> None:
             if poison:
-                with pytest.raises(ss.UnsupportedTypeError):
+                with pytest.raises(swarmstate.UnsupportedTypeError):
                     self.store.set_many(
                         [*items, ("a", "k", {1, 2})], if_absent=if_absent, ensure=ensure
                     )
                 return
             self.store.set_many(items, if_absent=if_absent, ensure=ensure)
             for ns, key, value in ensure:
-                self.model.setdefault((ns, key), ss.dumps(value))
+                self.model.setdefault((ns, key), swarmstate.dumps(value))
             for ns, key, value in items:
                 if not (if_absent and (ns, key) in self.model):
-                    self.model[(ns, key)] = ss.dumps(value)
+                    self.model[(ns, key)] = swarmstate.dumps(value)
 
         @rule(
-            drawn=st.lists(CONDITIONS, max_size=3),
-            sets=st.lists(st.tuples(NAMESPACES, KEYS, VALUES), max_size=4),
-            deletes=st.lists(st.tuples(NAMESPACES, KEYS), max_size=3),
-            prefixes=st.lists(NAMESPACES, max_size=2),
-            if_absent=st.booleans(),
+            drawn=strategies.lists(CONDITIONS, max_size=3),
+            sets=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES), max_size=4),
+            deletes=strategies.lists(strategies.tuples(NAMESPACES, KEYS), max_size=3),
+            prefixes=strategies.lists(NAMESPACES, max_size=2),
+            if_absent=strategies.booleans(),
         )
         def write(
             self,
@@ -170,7 +170,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             if_absent: bool,
         ) -> None:
             conditions = [condition_of(d, self.model) for d in drawn]
-            transaction = ss.Transaction(
+            transaction = swarmstate.Transaction(
                 conditions=conditions,
                 sets=sets,
                 deletes=deletes,
@@ -178,7 +178,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                 if_absent=if_absent,
             )
             if not all(holds(c, self.model) for c in conditions):
-                with pytest.raises(ss.ConflictError):
+                with pytest.raises(swarmstate.ConflictError):
                     self.store.write(transaction)
                 return
             model = self.model
@@ -190,11 +190,11 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             for ns, key, value in sets:
                 if if_absent and (ns, key) in model:
                     continue
-                model[(ns, key)] = ss.dumps(value)
+                model[(ns, key)] = swarmstate.dumps(value)
                 written += 1
-            assert self.store.write(transaction) == ss.WriteResult(written, len(doomed))
+            assert self.store.write(transaction) == swarmstate.WriteResult(written, len(doomed))
 
-        @rule(pairs=st.lists(st.tuples(NAMESPACES, KEYS), max_size=4))
+        @rule(pairs=strategies.lists(strategies.tuples(NAMESPACES, KEYS), max_size=4))
         def delete_many(self, pairs: list[tuple[str, str]]) -> None:
             expected = len({p for p in pairs if p in self.model})
             assert self.store.delete_many(pairs) == expected
@@ -224,16 +224,16 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             self.model.clear()
 
         @rule(target=snaps)
-        def snapshot(self) -> ss.Snapshot:
+        def snapshot(self) -> swarmstate.Snapshot:
             snap = self.store.snapshot()
             self.recorded.append((snap, dict(self.model)))
             return snap
 
         @rule(snap=snaps)
-        def restore(self, snap: ss.Snapshot) -> None:
+        def restore(self, snap: swarmstate.Snapshot) -> None:
             live = {s.id: m for s, m in self.retained()}
             if snap.id not in live:
-                with pytest.raises(ss.SnapshotError):
+                with pytest.raises(swarmstate.SnapshotError):
                     self.store.restore(snap)
                 return
             self.store.restore(snap)
@@ -249,13 +249,13 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             by_id = {s.id: s for s in self.store.snapshots()}
             self.recorded = [(by_id[s.id], m) for s, m in retained]
 
-        @rule(data=st.data())
-        def diff_two_snapshots(self, data: st.DataObject) -> None:
+        @rule(data=strategies.data())
+        def diff_two_snapshots(self, data: strategies.DataObject) -> None:
             retained = self.retained()
             if not retained:
                 return
-            base, base_model = data.draw(st.sampled_from(retained))
-            later, later_model = data.draw(st.sampled_from(retained))
+            base, base_model = data.draw(strategies.sampled_from(retained))
+            later, later_model = data.draw(strategies.sampled_from(retained))
             assert later.diff(base) == model_diff(base_model, later_model)
 
         @invariant()
@@ -265,7 +265,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             seen: Model = {}
             for ns in namespaces:
                 for key, value in self.store.items(ns):
-                    seen[(ns, key)] = ss.dumps(value)
+                    seen[(ns, key)] = swarmstate.dumps(value)
             assert seen == self.model
             assert len(self.store) == len(self.model)
 
@@ -277,7 +277,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                 assert snap.count == len(model)
                 assert snap.size_bytes == sum(len(v) for v in model.values())
                 for (ns, key), data in model.items():
-                    assert ss.dumps(snap.get(ns, key)) == data
+                    assert swarmstate.dumps(snap.get(ns, key)) == data
 
         def teardown(self) -> None:
             self.store.close()

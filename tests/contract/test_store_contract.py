@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
 VALUES: list[Any] = [
     None,
@@ -27,87 +27,89 @@ VALUES: list[Any] = [
 
 
 @pytest.mark.parametrize("value", VALUES, ids=repr)
-def test_set_then_get_returns_an_equal_value(store: ss.BaseStore, value: Any) -> None:
+def test_set_then_get_returns_an_equal_value(store: swarmstate.BaseStore, value: Any) -> None:
     store.set("ns", "k", value)
     assert store.get("ns", "k") == value
     assert store.contains("ns", "k")
 
 
-def test_tuple_comes_back_as_list(store: ss.BaseStore) -> None:
+def test_tuple_comes_back_as_list(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", (1, (2, 3)))
     assert store.get("ns", "k") == [1, [2, 3]]
 
 
-def test_get_missing_returns_default(store: ss.BaseStore) -> None:
+def test_get_missing_returns_default(store: swarmstate.BaseStore) -> None:
     assert store.get("ns", "nope") is None
     assert store.get("ns", "nope", default=7) == 7
     assert not store.contains("ns", "nope")
 
 
-def test_stored_none_is_not_missing(store: ss.BaseStore) -> None:
+def test_stored_none_is_not_missing(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", None)
     assert store.contains("ns", "k")
     assert store.get("ns", "k", default=7) is None
 
 
-def test_set_overwrites(store: ss.BaseStore) -> None:
+def test_set_overwrites(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", 1)
     store.set("ns", "k", {"x": 2})
     assert store.get("ns", "k") == {"x": 2}
     assert len(store) == 1
 
 
-def test_namespaces_keep_keys_apart(store: ss.BaseStore) -> None:
+def test_namespaces_keep_keys_apart(store: swarmstate.BaseStore) -> None:
     store.set("a", "k", 1)
     store.set("b", "k", 2)
     assert (store.get("a", "k"), store.get("b", "k")) == (1, 2)
 
 
-def test_set_many_stores_all_and_later_items_win(store: ss.BaseStore) -> None:
+def test_set_many_stores_all_and_later_items_win(store: swarmstate.BaseStore) -> None:
     written = store.set_many([("a", "x", 1), ("b", "y", 2), ("a", "x", 3)])
     assert written == 3
     assert store.get_many([("a", "x"), ("b", "y")]) == [3, 2]
     assert len(store) == 2
 
 
-def test_get_many_raw_gives_the_stored_bytes_as_items_does(store: ss.BaseStore) -> None:
+def test_get_many_raw_gives_the_stored_bytes_as_items_does(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", {"n": 1}), ("a", "y", [1, "two"])])
     stored = dict(store.items("a", raw=True))
     got = store.get_many([("a", "y"), ("a", "gone"), ("a", "x")], raw=True)
     assert got == [stored["y"], None, stored["x"]]
-    assert [ss.loads(data) for data in (got[0], got[2])] == [[1, "two"], {"n": 1}]
+    assert [swarmstate.loads(data) for data in (got[0], got[2])] == [[1, "two"], {"n": 1}]
     assert store.get_many([], raw=True) == []
 
 
-def test_set_many_is_all_or_nothing(store: ss.BaseStore) -> None:
+def test_set_many_is_all_or_nothing(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", "before")
-    with pytest.raises(ss.UnsupportedTypeError):
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.set_many([("a", "x", "after"), ("a", "y", 1), ("a", "z", object())])
     assert store.get("a", "x") == "before"
     assert not store.contains("a", "y")
     assert len(store) == 1
 
 
-def test_set_many_rejects_bad_key_before_writing(store: ss.BaseStore) -> None:
-    with pytest.raises(ss.InvalidKeyError):
+def test_set_many_rejects_bad_key_before_writing(store: swarmstate.BaseStore) -> None:
+    with pytest.raises(swarmstate.InvalidKeyError):
         store.set_many([("a", "x", 1), ("a", 5, 2)])  # type: ignore[list-item]
     assert len(store) == 0
 
 
-def test_set_many_rejects_malformed_entries(store: ss.BaseStore) -> None:
-    with pytest.raises(ss.InvalidArgumentError):
+def test_set_many_rejects_malformed_entries(store: swarmstate.BaseStore) -> None:
+    with pytest.raises(swarmstate.InvalidArgumentError):
         store.set_many([("a", "x")])  # type: ignore[list-item]
     assert len(store) == 0
 
 
-def test_set_many_if_absent_keeps_existing_values(store: ss.BaseStore) -> None:
+def test_set_many_if_absent_keeps_existing_values(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", "old")
     written = store.set_many([("a", "x", "new"), ("a", "y", "fresh")], if_absent=True)
     assert written == 1
     assert store.get_many([("a", "x"), ("a", "y")]) == ["old", "fresh"]
 
 
-def test_set_many_ensure_adds_only_missing_keys_in_the_same_batch(store: ss.BaseStore) -> None:
+def test_set_many_ensure_adds_only_missing_keys_in_the_same_batch(
+    store: swarmstate.BaseStore,
+) -> None:
     store.set("index", "kept", "old")
     written = store.set_many(
         [("data", "x", 1)], ensure=[("index", "kept", "new"), ("index", "added", "fresh")]
@@ -126,42 +128,45 @@ def test_set_many_ensure_adds_only_missing_keys_in_the_same_batch(store: ss.Base
     assert store.get_many([("data", "x"), ("index", "kept")]) == [1, "old"]
 
 
-def test_set_many_with_a_bad_ensure_entry_writes_nothing(store: ss.BaseStore) -> None:
-    with pytest.raises(ss.UnsupportedTypeError):
+def test_set_many_with_a_bad_ensure_entry_writes_nothing(store: swarmstate.BaseStore) -> None:
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.set_many([("data", "x", 1)], ensure=[("index", "k", {1, 2})])
-    with pytest.raises(ss.InvalidKeyError):
+    with pytest.raises(swarmstate.InvalidKeyError):
         store.set_many([("data", "x", 1)], ensure=[("index", 7, "v")])  # type: ignore[list-item]
-    with pytest.raises(ss.UnsupportedTypeError):
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.set_many([("data", "x", {1})], ensure=[("index", "k", "v")])
     assert len(store) == 0
 
 
-def test_raw_values_are_stored_and_read_back_as_they_are(store: ss.BaseStore) -> None:
-    data = ss.dumps({"a": [1, "two"]})
-    assert store.set_many([("a", "x", data)], ensure=[("a", "y", ss.dumps(None))], raw=True) == 2
+def test_raw_values_are_stored_and_read_back_as_they_are(store: swarmstate.BaseStore) -> None:
+    data = swarmstate.dumps({"a": [1, "two"]})
+    assert (
+        store.set_many([("a", "x", data)], ensure=[("a", "y", swarmstate.dumps(None))], raw=True)
+        == 2
+    )
     assert store.get("a", "x") == {"a": [1, "two"]}
     assert store.get("a", "y") is None
-    assert store.items("a", raw=True) == [("x", data), ("y", ss.dumps(None))]
+    assert store.items("a", raw=True) == [("x", data), ("y", swarmstate.dumps(None))]
     store.set("a", "z", [3])
-    assert store.items("a", start="z", raw=True) == [("z", ss.dumps([3]))]
-    assert store.items("a", reverse=True, limit=1, raw=True) == [("z", ss.dumps([3]))]
+    assert store.items("a", start="z", raw=True) == [("z", swarmstate.dumps([3]))]
+    assert store.items("a", reverse=True, limit=1, raw=True) == [("z", swarmstate.dumps([3]))]
 
 
-def test_raw_write_of_a_value_that_is_not_bytes_writes_nothing(store: ss.BaseStore) -> None:
-    with pytest.raises(ss.InvalidArgumentError, match="raw"):
-        store.set_many([("a", "x", ss.dumps(1)), ("a", "y", {"not": "bytes"})], raw=True)
-    with pytest.raises(ss.InvalidArgumentError, match="raw"):
-        store.set_many([("a", "x", ss.dumps(1))], ensure=[("a", "y", 2)], raw=True)
+def test_raw_write_of_a_value_that_is_not_bytes_writes_nothing(store: swarmstate.BaseStore) -> None:
+    with pytest.raises(swarmstate.InvalidArgumentError, match="raw"):
+        store.set_many([("a", "x", swarmstate.dumps(1)), ("a", "y", {"not": "bytes"})], raw=True)
+    with pytest.raises(swarmstate.InvalidArgumentError, match="raw"):
+        store.set_many([("a", "x", swarmstate.dumps(1))], ensure=[("a", "y", 2)], raw=True)
     assert len(store) == 0
 
 
-def test_get_many_keeps_order_and_fills_missing_with_none(store: ss.BaseStore) -> None:
+def test_get_many_keeps_order_and_fills_missing_with_none(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "1", 1), ("a", "2", 2)])
     assert store.get_many([("a", "2"), ("z", "z"), ("a", "1")]) == [2, None, 1]
     assert store.get_many([]) == []
 
 
-def test_delete_reports_whether_it_existed(store: ss.BaseStore) -> None:
+def test_delete_reports_whether_it_existed(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", 1)
     assert store.delete("a", "x") is True
     assert store.delete("a", "x") is False
@@ -169,21 +174,21 @@ def test_delete_reports_whether_it_existed(store: ss.BaseStore) -> None:
     assert store.namespaces() == []
 
 
-def test_delete_many_counts_existing(store: ss.BaseStore) -> None:
+def test_delete_many_counts_existing(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", 1), ("a", "y", 2), ("b", "x", 3)])
     assert store.delete_many([("a", "x"), ("a", "nope"), ("b", "x")]) == 2
     assert store.keys("a") == ["y"]
     assert store.namespaces() == ["a"]
 
 
-def test_keys_are_sorted_by_code_point(store: ss.BaseStore) -> None:
+def test_keys_are_sorted_by_code_point(store: swarmstate.BaseStore) -> None:
     keys = ["b", "a", "B", "é", "aa", "", "z\x00", "\U0001f600"]
     store.set_many([("ns", k, None) for k in keys])
     assert store.keys("ns") == sorted(keys)
     assert store.keys("missing") == []
 
 
-def test_keys_range_and_limit(store: ss.BaseStore) -> None:
+def test_keys_range_and_limit(store: swarmstate.BaseStore) -> None:
     store.set_many([("ns", f"k{i:03d}", i) for i in range(300)])
     assert store.keys("ns", start="k010", stop="k013") == ["k010", "k011", "k012"]
     assert store.keys("ns", reverse=True, limit=2) == ["k299", "k298"]
@@ -195,26 +200,26 @@ def test_keys_range_and_limit(store: ss.BaseStore) -> None:
     assert store.keys("ns", stop="a", reverse=True) == []
 
 
-def test_items_follow_the_same_range(store: ss.BaseStore) -> None:
+def test_items_follow_the_same_range(store: swarmstate.BaseStore) -> None:
     store.set_many([("ns", f"k{i}", {"i": i}) for i in range(5)])
     assert store.items("ns", start="k1", stop="k3") == [("k1", {"i": 1}), ("k2", {"i": 2})]
     assert store.items("ns", reverse=True, limit=1) == [("k4", {"i": 4})]
 
 
-def test_range_arguments_are_checked(store: ss.BaseStore) -> None:
-    with pytest.raises(ss.InvalidArgumentError):
+def test_range_arguments_are_checked(store: swarmstate.BaseStore) -> None:
+    with pytest.raises(swarmstate.InvalidArgumentError):
         store.keys("ns", limit=-1)
-    with pytest.raises(ss.InvalidKeyError):
+    with pytest.raises(swarmstate.InvalidKeyError):
         store.items("ns", start=3)  # type: ignore[arg-type]
 
 
-def test_count_and_len(store: ss.BaseStore) -> None:
+def test_count_and_len(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", 1), ("a", "y", 2), ("b", "x", 3)])
     assert (store.count("a"), store.count("b"), store.count("c")) == (2, 1, 0)
     assert len(store) == 3
 
 
-def test_namespaces_sorted_and_by_prefix(store: ss.BaseStore) -> None:
+def test_namespaces_sorted_and_by_prefix(store: swarmstate.BaseStore) -> None:
     for ns in ["t/2", "t/1", "t", "u", "s\uffff", "t\U0010ffff"]:
         store.set(ns, "k", 1)
     assert store.namespaces() == sorted(["t/2", "t/1", "t", "u", "s\uffff", "t\U0010ffff"])
@@ -224,14 +229,14 @@ def test_namespaces_sorted_and_by_prefix(store: ss.BaseStore) -> None:
     assert store.namespaces("v") == []
 
 
-def test_delete_prefix_touches_only_that_prefix(store: ss.BaseStore) -> None:
+def test_delete_prefix_touches_only_that_prefix(store: swarmstate.BaseStore) -> None:
     store.set_many([("t1/a", "k", 1), ("t1/b", "k", 2), ("t1/b", "j", 3), ("t10", "k", 4)])
     assert store.delete_prefix("t1/") == 3
     assert store.namespaces() == ["t10"]
     assert store.delete_prefix("nothing") == 0
 
 
-def test_copy_prefix_copies_under_the_new_name(store: ss.BaseStore) -> None:
+def test_copy_prefix_copies_under_the_new_name(store: swarmstate.BaseStore) -> None:
     store.set_many([("src/a", "k", 1), ("src/b", "k", 2), ("dst/a", "old", 0), ("dst/a", "k", 9)])
     assert store.copy_prefix("src/", "dst/") == 2
     assert store.items("dst/a") == [("k", 1), ("old", 0)]
@@ -241,7 +246,7 @@ def test_copy_prefix_copies_under_the_new_name(store: ss.BaseStore) -> None:
     assert store.get("dst/a", "k") == 1  # copies are independent
 
 
-def test_clear_empties_the_store(store: ss.BaseStore) -> None:
+def test_clear_empties_the_store(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", 1), ("b", "y", 2)])
     store.clear()
     assert len(store) == 0
@@ -253,7 +258,7 @@ def test_clear_empties_the_store(store: ss.BaseStore) -> None:
     ("namespace", "key"), [(1, "k"), ("ns", None), (b"ns", "k"), ("ns", ("k",))]
 )
 def test_non_str_namespace_or_key_raises_type_error(
-    store: ss.BaseStore, namespace: Any, key: Any
+    store: swarmstate.BaseStore, namespace: Any, key: Any
 ) -> None:
     store.set("ns", "k", "kept")
     for call in (
@@ -263,15 +268,15 @@ def test_non_str_namespace_or_key_raises_type_error(
         lambda: store.delete(namespace, key),
         lambda: store.get_many([(namespace, key)]),
     ):
-        with pytest.raises(ss.InvalidKeyError) as info:
+        with pytest.raises(swarmstate.InvalidKeyError) as info:
             call()
         assert isinstance(info.value, TypeError)
-        assert isinstance(info.value, ss.SwarmStateError)
+        assert isinstance(info.value, swarmstate.SwarmStateError)
     assert store.get("ns", "k") == "kept"
     assert len(store) == 1
 
 
-def test_lone_surrogate_in_a_key_is_refused_everywhere(store: ss.BaseStore) -> None:
+def test_lone_surrogate_in_a_key_is_refused_everywhere(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", "kept")
     for call in (
         lambda: store.set("ns", "bad\ud800", 1),
@@ -279,21 +284,21 @@ def test_lone_surrogate_in_a_key_is_refused_everywhere(store: ss.BaseStore) -> N
         lambda: store.set_many([("ns", "ok", 1), ("ns", "\ud800", 2)]),
         lambda: store.get("ns", "\ud800"),
     ):
-        with pytest.raises(ss.InvalidKeyError, match="surrogate"):
+        with pytest.raises(swarmstate.InvalidKeyError, match="surrogate"):
             call()
     assert store.items("ns") == [("k", "kept")]
 
 
-def test_unsupported_value_raises_and_changes_nothing(store: ss.BaseStore) -> None:
+def test_unsupported_value_raises_and_changes_nothing(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", "kept")
-    with pytest.raises(ss.UnsupportedTypeError, match=r"value\['a'\]\[1\]"):
+    with pytest.raises(swarmstate.UnsupportedTypeError, match=r"value\['a'\]\[1\]"):
         store.set("ns", "k", {"a": [1, {2}]})
-    with pytest.raises(ss.ValueOutOfRangeError):
+    with pytest.raises(swarmstate.ValueOutOfRangeError):
         store.set("ns", "k", 2**64)
     assert store.get("ns", "k") == "kept"
 
 
-def test_namespace_like_methods_reject_non_str(store: ss.BaseStore) -> None:
+def test_namespace_like_methods_reject_non_str(store: swarmstate.BaseStore) -> None:
     for call in (
         lambda: store.keys(1),  # type: ignore[arg-type]
         lambda: store.items(None),  # type: ignore[arg-type]
@@ -302,14 +307,14 @@ def test_namespace_like_methods_reject_non_str(store: ss.BaseStore) -> None:
         lambda: store.delete_prefix(3),  # type: ignore[arg-type]
         lambda: store.copy_prefix("a", 3),  # type: ignore[arg-type]
     ):
-        with pytest.raises(ss.InvalidKeyError):
+        with pytest.raises(swarmstate.InvalidKeyError):
             call()
 
 
 # -- snapshots -------------------------------------------------------------
 
 
-def test_snapshot_is_immutable_view(store: ss.BaseStore) -> None:
+def test_snapshot_is_immutable_view(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", 1)
     snap = store.snapshot()
     store.set("a", "x", 2)
@@ -321,7 +326,7 @@ def test_snapshot_is_immutable_view(store: ss.BaseStore) -> None:
     assert snap.count == 1
 
 
-def test_snapshot_ids_are_monotonic_and_parents_chain(store: ss.BaseStore) -> None:
+def test_snapshot_ids_are_monotonic_and_parents_chain(store: swarmstate.BaseStore) -> None:
     first = store.snapshot()
     second = store.snapshot()
     assert second.id > first.id
@@ -333,17 +338,19 @@ def test_snapshot_ids_are_monotonic_and_parents_chain(store: ss.BaseStore) -> No
     assert third.timestamp >= first.timestamp
 
 
-def test_snapshot_size_bytes_sums_encoded_values(store: ss.BaseStore) -> None:
+def test_snapshot_size_bytes_sums_encoded_values(store: swarmstate.BaseStore) -> None:
     values = {"x": {"a": 1}, "y": "hello", "z": b"\x00" * 100}
     store.set_many([("ns", k, v) for k, v in values.items()])
     snap = store.snapshot()
-    assert snap.size_bytes == sum(len(ss.dumps(v)) for v in values.values())
+    assert snap.size_bytes == sum(len(swarmstate.dumps(v)) for v in values.values())
     store.set("ns", "x", None)
     store.delete("ns", "z")
-    assert store.snapshot().size_bytes == len(ss.dumps(None)) + len(ss.dumps("hello"))
+    assert store.snapshot().size_bytes == len(swarmstate.dumps(None)) + len(
+        swarmstate.dumps("hello")
+    )
 
 
-def test_restore_brings_back_the_state(store: ss.BaseStore) -> None:
+def test_restore_brings_back_the_state(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", 1), ("b", "y", 2)])
     snap = store.snapshot()
     store.set("a", "x", 10)
@@ -355,7 +362,7 @@ def test_restore_brings_back_the_state(store: ss.BaseStore) -> None:
     assert len(store) == 2
 
 
-def test_restore_after_clear(store: ss.BaseStore) -> None:
+def test_restore_after_clear(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", 1)
     snap = store.snapshot()
     store.clear()
@@ -364,7 +371,7 @@ def test_restore_after_clear(store: ss.BaseStore) -> None:
     assert store.get("a", "x") == 1
 
 
-def test_restore_forward_to_a_later_snapshot(store: ss.BaseStore) -> None:
+def test_restore_forward_to_a_later_snapshot(store: swarmstate.BaseStore) -> None:
     store.set("a", "x", 1)
     early = store.snapshot()
     store.set("a", "x", 2)
@@ -374,7 +381,7 @@ def test_restore_forward_to_a_later_snapshot(store: ss.BaseStore) -> None:
     assert store.get("a", "x") == 2
 
 
-def test_diff_lists_added_removed_changed(store: ss.BaseStore) -> None:
+def test_diff_lists_added_removed_changed(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "same", 1), ("a", "change", 1), ("b", "gone", 1)])
     base = store.snapshot()
     store.set("a", "change", 2)
@@ -395,7 +402,7 @@ def test_diff_lists_added_removed_changed(store: ss.BaseStore) -> None:
     assert later.diff(later) == {"added": [], "removed": [], "changed": []}
 
 
-def test_diff_between_branches_after_restore(store: ss.BaseStore) -> None:
+def test_diff_between_branches_after_restore(store: swarmstate.BaseStore) -> None:
     store.set_many([("a", "x", 1), ("a", "y", 1)])
     root = store.snapshot()
     store.set("a", "x", 2)
@@ -417,7 +424,7 @@ def test_diff_between_branches_after_restore(store: ss.BaseStore) -> None:
     }
 
 
-def test_diff_across_clear_and_many_steps(store: ss.BaseStore) -> None:
+def test_diff_across_clear_and_many_steps(store: swarmstate.BaseStore) -> None:
     store.set_many([(f"n{i % 3}", f"k{i}", i) for i in range(30)])
     first = store.snapshot()
     for step in range(5):
@@ -436,7 +443,7 @@ def test_diff_across_clear_and_many_steps(store: ss.BaseStore) -> None:
     }
 
 
-def test_snapshots_lists_retained_in_order(store: ss.BaseStore) -> None:
+def test_snapshots_lists_retained_in_order(store: swarmstate.BaseStore) -> None:
     ids = [store.snapshot().id for _ in range(3)]
     assert [s.id for s in store.snapshots()] == ids
 
@@ -450,9 +457,9 @@ def test_max_history_evicts_oldest(store_factory: Any) -> None:
     store.set("a", "x", 3)
     newest = store.snapshot()
     assert [s.id for s in store.snapshots()] == [middle.id, newest.id]
-    with pytest.raises(ss.SnapshotError, match="evicted"):
+    with pytest.raises(swarmstate.SnapshotError, match="evicted"):
         store.restore(oldest)
-    with pytest.raises(ss.SnapshotError):
+    with pytest.raises(swarmstate.SnapshotError):
         oldest.get("a", "x")
     store.restore(middle)
     assert store.get("a", "x") == 2
@@ -461,7 +468,7 @@ def test_max_history_evicts_oldest(store_factory: Any) -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
 def test_max_history_must_be_positive_int(store_factory: Any, bad: Any) -> None:
-    with pytest.raises(ss.InvalidArgumentError):
+    with pytest.raises(swarmstate.InvalidArgumentError):
         store_factory(max_history=bad)
 
 
@@ -470,16 +477,16 @@ def test_snapshot_of_another_store_is_refused(store_factory: Any) -> None:
     one.set("a", "x", 1)
     foreign = one.snapshot()
     mine = other.snapshot()
-    with pytest.raises(ss.SnapshotError, match="another store"):
+    with pytest.raises(swarmstate.SnapshotError, match="another store"):
         other.restore(foreign)
-    with pytest.raises(ss.SnapshotError):
+    with pytest.raises(swarmstate.SnapshotError):
         mine.diff(foreign)
-    with pytest.raises(ss.SnapshotError):
+    with pytest.raises(swarmstate.SnapshotError):
         other.restore("not a snapshot")  # type: ignore[arg-type]
     assert other.get("a", "x") is None
 
 
-def test_context_manager_returns_the_store(store: ss.BaseStore) -> None:
+def test_context_manager_returns_the_store(store: swarmstate.BaseStore) -> None:
     with store as entered:
         assert entered is store
 
@@ -502,17 +509,17 @@ def test_reopen_keeps_values_and_snapshots(durable_store_factory: Any) -> None:
 
 
 def test_insert_or_ignore_counts_only_what_it_wrote_with_shared_raw_values(
-    store: ss.BaseStore,
+    store: swarmstate.BaseStore,
 ) -> None:
     # One bytes object for every value: "written" must not mean "same object".
-    nil = ss.dumps(None)
+    nil = swarmstate.dumps(None)
     assert store.set_many([("a", "x", nil)], ensure=[("i", "k", nil)], raw=True) == 2
     assert store.set_many([("a", "y", nil)], ensure=[("i", "k", nil)], raw=True) == 1
     assert store.set_many([("a", "x", nil), ("a", "z", nil)], if_absent=True, raw=True) == 1
     assert store.keys("a") == ["x", "y", "z"]
 
 
-def test_set_many_ensure_with_a_large_batch(store: ss.BaseStore) -> None:
+def test_set_many_ensure_with_a_large_batch(store: swarmstate.BaseStore) -> None:
     store.set_many([("index", f"e{i}", "old") for i in range(0, 10, 2)])
     items = [("data", f"k{i:02d}", i) for i in range(12)]
     ensure = [("index", f"e{i}", "new") for i in range(10)]
@@ -527,7 +534,9 @@ def _text(seed: int, chars: int) -> str:
     return "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(chars))
 
 
-def test_long_names_keep_their_order_and_prefixes_on_every_backend(store: ss.BaseStore) -> None:
+def test_long_names_keep_their_order_and_prefixes_on_every_backend(
+    store: swarmstate.BaseStore,
+) -> None:
     # Over 3 kB each, and sharing their first 3 kB: more than any index row holds.
     base = "t/" + _text(1, 1100)
     spaces = [base + tail for tail in "dbeac"] + ["t/short", "t0"]
@@ -564,7 +573,7 @@ def test_long_names_keep_their_order_and_prefixes_on_every_backend(store: ss.Bas
 
 
 def test_prefix_operations_on_a_prefix_ending_just_below_the_surrogates(
-    store: ss.BaseStore,
+    store: swarmstate.BaseStore,
 ) -> None:
     # The next code point after U+D7FF is a surrogate, which no name may hold:
     # the prefix's range must end at U+E000, the next character a name can hold.

@@ -7,23 +7,25 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate import Absent, Empty, Holds, Present, Transaction, WriteResult
 
 LONG = "n" * 1500  # longer than PostgreSQL's index keeps of a name (1,024 bytes)
 
 
-def everything(store: ss.BaseStore) -> dict[tuple[str, str], bytes]:
+def everything(store: swarmstate.BaseStore) -> dict[tuple[str, str], bytes]:
     return {(ns, k): v for ns in store.namespaces() for k, v in store.items(ns, raw=True)}
 
 
-def test_each_kind_of_condition_that_holds_lets_the_write_through(store: ss.BaseStore) -> None:
+def test_each_kind_of_condition_that_holds_lets_the_write_through(
+    store: swarmstate.BaseStore,
+) -> None:
     store.set("ns", "k", 1)
     store.set("log", "b", 1)
     conditions = [
         Absent("ns", "missing"),
         Present("ns", "k"),
-        Holds("ns", "k", ss.dumps(1)),
+        Holds("ns", "k", swarmstate.dumps(1)),
         Empty("log", "c"),
         Empty("log", None, "b"),
         Empty("empty"),
@@ -38,8 +40,8 @@ def test_each_kind_of_condition_that_holds_lets_the_write_through(store: ss.Base
     [
         Absent("ns", "k"),
         Present("ns", "missing"),
-        Holds("ns", "k", ss.dumps(99)),
-        Holds("ns", "missing", ss.dumps(1)),
+        Holds("ns", "k", swarmstate.dumps(99)),
+        Holds("ns", "missing", swarmstate.dumps(1)),
         Empty("log"),
         Empty("log", "b"),
         Empty("log", None, "c"),
@@ -47,7 +49,9 @@ def test_each_kind_of_condition_that_holds_lets_the_write_through(store: ss.Base
     ],
     ids=repr,
 )
-def test_a_broken_condition_writes_nothing_and_is_named(store: ss.BaseStore, broken: Any) -> None:
+def test_a_broken_condition_writes_nothing_and_is_named(
+    store: swarmstate.BaseStore, broken: Any
+) -> None:
     store.set("ns", "k", 1)
     store.set("log", "b", 1)
     store.set("other", "x", 1)
@@ -58,7 +62,7 @@ def test_a_broken_condition_writes_nothing_and_is_named(store: ss.BaseStore, bro
         deletes=[("log", "b")],
         prefix_deletes=["oth"],
     )
-    with pytest.raises(ss.ConflictError) as raised:
+    with pytest.raises(swarmstate.ConflictError) as raised:
         store.write(transaction)
     assert repr(broken) in str(raised.value)
     assert everything(store) == before
@@ -80,7 +84,7 @@ def test_a_broken_condition_writes_nothing_and_is_named(store: ss.BaseStore, bro
     ],
 )
 def test_empty_ranges_take_start_inclusive_and_stop_exclusive(
-    store: ss.BaseStore, start: str | None, stop: str | None, empty: bool
+    store: swarmstate.BaseStore, start: str | None, stop: str | None, empty: bool
 ) -> None:
     store.set_many([("log", "b", 1), ("log", "d", 2), ("loga", "c", 3), ("lo", "c", 4)])
     transaction = Transaction(conditions=[Empty("log", start, stop)], sets=[("w", "k", 1)])
@@ -88,12 +92,12 @@ def test_empty_ranges_take_start_inclusive_and_stop_exclusive(
         assert store.write(transaction) == WriteResult(1, 0)
         assert store.get("w", "k") == 1
     else:
-        with pytest.raises(ss.ConflictError, match="Empty"):
+        with pytest.raises(swarmstate.ConflictError, match="Empty"):
             store.write(transaction)
         assert store.get("w", "k") is None
 
 
-def test_conditions_see_the_store_before_the_transaction(store: ss.BaseStore) -> None:
+def test_conditions_see_the_store_before_the_transaction(store: swarmstate.BaseStore) -> None:
     """A key the transaction deletes was present, one it sets was absent."""
     store.set("t", "old", 1)
     got = store.write(
@@ -104,10 +108,10 @@ def test_conditions_see_the_store_before_the_transaction(store: ss.BaseStore) ->
         )
     )
     assert got == WriteResult(2, 1)
-    assert everything(store) == {("t", "new"): ss.dumps(2), ("u", "k"): ss.dumps(3)}
+    assert everything(store) == {("t", "new"): swarmstate.dumps(2), ("u", "k"): swarmstate.dumps(3)}
 
 
-def test_prefix_deletes_then_deletes_then_sets(store: ss.BaseStore) -> None:
+def test_prefix_deletes_then_deletes_then_sets(store: swarmstate.BaseStore) -> None:
     store.set_many(
         [("t1/a", "k", 1), ("t1/b", "k", 2), ("t1/b", "j", 3), ("t2", "k", 4), ("keep", "k", 5)]
     )
@@ -121,15 +125,15 @@ def test_prefix_deletes_then_deletes_then_sets(store: ss.BaseStore) -> None:
     )
     assert got == WriteResult(written=2, deleted=4)
     assert everything(store) == {
-        ("keep", "k"): ss.dumps(5),
-        ("t1/b", "k"): ss.dumps("again"),  # set after its namespace was deleted
-        ("tomb", "t1"): ss.dumps(True),
+        ("keep", "k"): swarmstate.dumps(5),
+        ("t1/b", "k"): swarmstate.dumps("again"),  # set after its namespace was deleted
+        ("tomb", "t1"): swarmstate.dumps(True),
     }
     assert len(store) == 3
     assert store.namespaces("t1/") == ["t1/b"]
 
 
-def test_insert_or_ignore_keeps_what_is_there(store: ss.BaseStore) -> None:
+def test_insert_or_ignore_keeps_what_is_there(store: swarmstate.BaseStore) -> None:
     store.set("w", "a", "kept")
     got = store.write(
         Transaction(
@@ -147,31 +151,33 @@ def test_insert_or_ignore_keeps_what_is_there(store: ss.BaseStore) -> None:
     assert store.write(Transaction(sets=[("w", "a", 9)], if_absent=True)) == WriteResult(0, 0)
 
 
-def test_later_sets_win_and_count_as_set_many_counts(store: ss.BaseStore) -> None:
+def test_later_sets_win_and_count_as_set_many_counts(store: swarmstate.BaseStore) -> None:
     sets = [("w", "a", 1), ("w", "a", 2), ("w", "b", 3)]
     assert store.write(Transaction(sets=sets)) == WriteResult(written=3, deleted=0)
     assert store.items("w") == [("a", 2), ("b", 3)]
 
 
-def test_raw_values_are_stored_as_given(store: ss.BaseStore) -> None:
-    data = ss.dumps({"x": [1, 2]})
+def test_raw_values_are_stored_as_given(store: swarmstate.BaseStore) -> None:
+    data = swarmstate.dumps({"x": [1, 2]})
     store.write(Transaction(sets=[("w", "a", data)], raw=True))
     assert store.items("w", raw=True) == [("a", data)]
     store.write(Transaction(sets=[("w", "b", data)]))  # not raw: the bytes are the value
     assert store.get("w", "b") == data
 
 
-def test_conditions_alone_write_nothing(store: ss.BaseStore) -> None:
+def test_conditions_alone_write_nothing(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", 1)
     assert store.write(Transaction(conditions=[Present("ns", "k")])) == WriteResult(0, 0)
-    with pytest.raises(ss.ConflictError, match="Absent"):
+    with pytest.raises(swarmstate.ConflictError, match="Absent"):
         store.write(Transaction(conditions=[Absent("ns", "k")]))
     assert store.write(Transaction()) == WriteResult(0, 0)
-    assert everything(store) == {("ns", "k"): ss.dumps(1)}
+    assert everything(store) == {("ns", "k"): swarmstate.dumps(1)}
 
 
 @pytest.mark.parametrize("conditions", [0, 1, 3, 9])  # 9: more than DiskStore's one statement
-def test_one_set_on_absent_and_empty_conditions(store: ss.BaseStore, conditions: int) -> None:
+def test_one_set_on_absent_and_empty_conditions(
+    store: swarmstate.BaseStore, conditions: int
+) -> None:
     """The shape of a checkpoint under its thread's guard (one statement on DiskStore)."""
     guard = [
         Absent("guard", f"g{i}") if i % 2 else Empty("tomb", None, f"{i}")
@@ -186,7 +192,7 @@ def test_one_set_on_absent_and_empty_conditions(store: ss.BaseStore, conditions:
     if conditions:
         store.set("tomb", "5", 1)
         broken = Transaction(conditions=[*guard, Empty("tomb", "0", "9")], sets=[("ns", "k", 4)])
-        with pytest.raises(ss.ConflictError):
+        with pytest.raises(swarmstate.ConflictError):
             store.write(broken)
         store.delete("tomb", "5")
     assert store.get("ns", "k") == 3
@@ -199,7 +205,7 @@ def test_one_set_on_absent_and_empty_conditions(store: ss.BaseStore, conditions:
     assert store.get("ns", "k") == 1
 
 
-def test_snapshots_diff_and_restore_across_a_transaction(store: ss.BaseStore) -> None:
+def test_snapshots_diff_and_restore_across_a_transaction(store: swarmstate.BaseStore) -> None:
     store.set_many([("t/a", "k", 1), ("t/b", "k", 2), ("other", "x", 3), ("other", "y", 4)])
     before = store.snapshot()
     seen = everything(store)
@@ -229,19 +235,19 @@ def test_snapshots_diff_and_restore_across_a_transaction(store: ss.BaseStore) ->
     assert store.get("t/a", "k") is None
 
 
-def test_long_names_in_every_part(store: ss.BaseStore) -> None:
+def test_long_names_in_every_part(store: swarmstate.BaseStore) -> None:
     """Names past PostgreSQL's index form: conditions, ranges, deletes and prefixes."""
     long_key = "k" * 1100
     store.set_many([(LONG + "/a", long_key, 1), (LONG + "/a", long_key + "b", 2), ("ns", "x", 3)])
-    with pytest.raises(ss.ConflictError):
+    with pytest.raises(swarmstate.ConflictError):
         store.write(Transaction(conditions=[Absent(LONG + "/a", long_key)], sets=[("w", "k", 1)]))
-    with pytest.raises(ss.ConflictError):
+    with pytest.raises(swarmstate.ConflictError):
         store.write(Transaction(conditions=[Empty(LONG + "/a", long_key + "a", long_key + "c")]))
     got = store.write(
         Transaction(
             conditions=[
                 Present(LONG + "/a", long_key),
-                Holds(LONG + "/a", long_key + "b", ss.dumps(2)),
+                Holds(LONG + "/a", long_key + "b", swarmstate.dumps(2)),
                 Empty(LONG + "/a", long_key + "c"),
                 Empty(LONG + "/a", long_key + "\x00", long_key + "b"),
                 Empty(LONG + "/b"),
@@ -259,16 +265,16 @@ def test_long_names_in_every_part(store: ss.BaseStore) -> None:
     assert store.namespaces(LONG) == [LONG + "/c"]
 
 
-def test_a_bad_write_is_refused_before_anything_is_written(store: ss.BaseStore) -> None:
+def test_a_bad_write_is_refused_before_anything_is_written(store: swarmstate.BaseStore) -> None:
     store.set("ns", "k", 1)
     before = everything(store)
-    with pytest.raises(ss.UnsupportedTypeError):
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.write(Transaction(prefix_deletes=["ns"], sets=[("a", "k", 1), ("a", "j", {1})]))
     assert everything(store) == before
 
 
 def test_appends_from_many_threads_under_an_empty_condition_lose_none(
-    store: ss.BaseStore,
+    store: swarmstate.BaseStore,
 ) -> None:
     # Each worker reads the latest key of a log and appends the next one only if
     # nothing was appended since (no key at or after it): conflicts retry, and
@@ -288,7 +294,7 @@ def test_appends_from_many_threads_under_an_empty_condition_lose_none(
                     try:
                         store.write(append)
                         break
-                    except ss.ConflictError:
+                    except swarmstate.ConflictError:
                         continue
         except BaseException as exc:  # reported below
             errors.append(exc)

@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore, opening, schema, statements
 
 
@@ -145,9 +145,9 @@ def test_max_history_reclaims_old_versions_and_survives_reopen(db: Path) -> None
     store.close()
 
     store = DiskStore(db, max_history=2)
-    with pytest.raises(ss.SnapshotError, match="evicted"):
+    with pytest.raises(swarmstate.SnapshotError, match="evicted"):
         store.restore(
-            ss.Snapshot(id=5, parent=4, timestamp=0.0, size_bytes=0, count=0, _store=store)
+            swarmstate.Snapshot(id=5, parent=4, timestamp=0.0, size_bytes=0, count=0, _store=store)
         )
     oldest = store.snapshots()[0]
     assert oldest.get("ns", "k0") == bytes([38]) * 2000
@@ -165,8 +165,8 @@ def test_len_and_sizes_follow_writes_across_snapshots(db: Path) -> None:
     assert len(store) == 2
     later = store.snapshot()
     assert (snap.size_bytes, later.size_bytes) == (
-        len(ss.dumps("1234")) + len(ss.dumps(None)),
-        len(ss.dumps("12")) + len(ss.dumps(1)),
+        len(swarmstate.dumps("1234")) + len(swarmstate.dumps(None)),
+        len(swarmstate.dumps("12")) + len(swarmstate.dumps(1)),
     )
     store.restore(snap)
     assert len(store) == 2
@@ -256,7 +256,7 @@ def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db
     # The current row is one the snapshot needs: the statement leaves it to the checked path.
     assert one("k", b"\x04", "free") == 0
     assert store.get("ns", "k") == 2
-    free = [(("guard", "free"), ss.ABSENT)]
+    free = [(("guard", "free"), swarmstate.ABSENT)]
     assert store._put_required([(("ns", "k"), b"\x04")], False, [], free) == 1
     assert (store.get("ns", "k"), snap.get("ns", "k")) == (4, 2)
     store.close()
@@ -264,11 +264,11 @@ def test_one_row_conditional_write_is_one_statement_without_a_temporary_btree(db
 
 def test_one_statement_writes_reuse_one_cursor_of_the_writer(db: Path) -> None:
     store = DiskStore(db)
-    store.set_many([("ns", "a", 1)], require=[("guard", "g", ss.ABSENT)])
+    store.set_many([("ns", "a", 1)], require=[("guard", "g", swarmstate.ABSENT)])
     cursor = store._db._write_cursor
     assert cursor is not None
     assert cursor.connection is store._db._writer
-    store.set_many([("ns", "b", 2)], require=[("guard", "g", ss.ABSENT)])
+    store.set_many([("ns", "b", 2)], require=[("guard", "g", swarmstate.ABSENT)])
     assert store._db._write_cursor is cursor
     assert dict(store.items("ns")) == {"a": 1, "b": 2}
     store.close()
@@ -280,9 +280,9 @@ def test_one_statement_writes_reuse_one_cursor_of_the_writer(db: Path) -> None:
 def test_lone_surrogate_key_is_refused_and_changes_nothing(db: Path) -> None:
     store = DiskStore(db)
     store.set("ns", "k", "kept")
-    with pytest.raises(ss.InvalidKeyError, match="surrogate"):
+    with pytest.raises(swarmstate.InvalidKeyError, match="surrogate"):
         store.set("ns", "\udc80", 1)
-    with pytest.raises(ss.InvalidKeyError):
+    with pytest.raises(swarmstate.InvalidKeyError):
         store.set_many([("ns", "k", "changed"), ("\ud800", "k", 1)])
     assert store.get("ns", "k") == "kept"
     assert len(store) == 1
@@ -291,21 +291,21 @@ def test_lone_surrogate_key_is_refused_and_changes_nothing(db: Path) -> None:
 
 def test_path_in_missing_directory_raises_storage_error(tmp_path: Path) -> None:
     target = tmp_path / "missing" / "store.db"
-    with pytest.raises(ss.StorageError, match="does not exist") as info:
+    with pytest.raises(swarmstate.StorageError, match="does not exist") as info:
         DiskStore(target)
     assert isinstance(info.value, OSError)
     assert not target.parent.exists()
 
 
 def test_directory_as_path_raises_storage_error(tmp_path: Path) -> None:
-    with pytest.raises(ss.StorageError, match="directory"):
+    with pytest.raises(swarmstate.StorageError, match="directory"):
         DiskStore(tmp_path)
 
 
 def test_file_that_is_not_sqlite_is_refused_untouched(db: Path) -> None:
     db.write_bytes(b"checkpoint data, not a database\n" * 200)
     before = digest(db)
-    with pytest.raises(ss.IncompatibleStoreError, match="not a SQLite database"):
+    with pytest.raises(swarmstate.IncompatibleStoreError, match="not a SQLite database"):
         DiskStore(db)
     assert digest(db) == before
     assert not Path(f"{db}-wal").exists()
@@ -317,7 +317,7 @@ def test_sqlite_file_of_another_program_is_refused_untouched(db: Path) -> None:
     other.execute("INSERT INTO invoices VALUES (1, 9.5)")
     other.close()
     before = digest(db)
-    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+    with pytest.raises(swarmstate.IncompatibleStoreError, match="not made by swarmstate"):
         DiskStore(db)
     assert digest(db) == before
     assert scalar(db, "PRAGMA journal_mode") == "delete"
@@ -331,7 +331,7 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
     conn.close()
     before = digest(db)
-    with pytest.raises(ss.IncompatibleStoreError, match="newer"):
+    with pytest.raises(swarmstate.IncompatibleStoreError, match="newer"):
         DiskStore(db)
     assert digest(db) == before
     conn = apsw.Connection(str(db))
@@ -353,7 +353,7 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     ],
 )
 def test_bad_options_raise_invalid_argument(db: Path, kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ss.InvalidArgumentError):
+    with pytest.raises(swarmstate.InvalidArgumentError):
         DiskStore(db, **kwargs)
     assert not db.exists()
 
@@ -401,7 +401,7 @@ def test_closed_store_raises_store_closed(db: Path) -> None:
         lambda: snap.get("a", "x"),
         lambda: store.clear(),
     ):
-        with pytest.raises(ss.StoreClosedError):
+        with pytest.raises(swarmstate.StoreClosedError):
             call()
     with DiskStore(db) as again:
         assert again.get("a", "x") == 1
@@ -448,7 +448,9 @@ def test_a_connection_where_a_path_belongs_is_refused_with_the_fix(db: Path) -> 
 
     conn = sqlite3.connect(":memory:")
     try:
-        with pytest.raises(ss.InvalidArgumentError, match=r"takes a file path.*sqlite3 or apsw"):
+        with pytest.raises(
+            swarmstate.InvalidArgumentError, match=r"takes a file path.*sqlite3 or apsw"
+        ):
             DiskStore(conn)  # type: ignore[arg-type]
     finally:
         conn.close()
@@ -746,7 +748,7 @@ def test_one_batch_mixes_new_keys_fresh_rows_and_rows_a_snapshot_needs(db: Path)
     assert snap.get("ns", "old") == "v0"
     assert snap.get("ns", "fresh") is None
     assert scalar(db, "SELECT count(*) FROM entries WHERE ns = 'ns' AND key = 'old'") == 2
-    with pytest.raises(ss.UnsupportedTypeError):
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.set_many([("ns", "old", "v3"), ("ns", "new", object())])
     assert store.get("ns", "old") == "v2"  # nothing of the failed batch landed
     assert len(store) == 4
@@ -801,7 +803,7 @@ def test_close_while_another_thread_writes_closes_every_connection(db: Path, tri
     writer.join(timeout=60)
     assert not writer.is_alive()
     assert len(ended) == 1
-    assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
+    assert isinstance(ended[0], swarmstate.StoreClosedError), repr(ended[0])
     assert [c for c in apsw.connections() if c.filename == str(db)] == []
     store.close()
     with DiskStore(db) as again:  # what was acknowledged is there
@@ -825,14 +827,22 @@ def test_a_guarded_write_of_one_row_is_one_statement(db: Path) -> None:
     store = DiskStore(db)
     store.set("tomb", "z", 1)
     seen = _traced(store)
-    guard = [ss.Absent("claims", "t"), ss.Empty("tomb", None, "m"), ss.Present("tomb", "z")]
-    assert store.write(ss.Transaction(conditions=guard, sets=[("t", "c1", 1)])).written == 1
+    guard = [
+        swarmstate.Absent("claims", "t"),
+        swarmstate.Empty("tomb", None, "m"),
+        swarmstate.Present("tomb", "z"),
+    ]
+    assert store.write(swarmstate.Transaction(conditions=guard, sets=[("t", "c1", 1)])).written == 1
     assert len(seen) == 1
     assert seen[0].startswith("INSERT OR IGNORE INTO entries")
     seen.clear()
     # A broken condition: the statement writes nothing, and the transaction says why.
-    with pytest.raises(ss.ConflictError, match="Empty"):
-        store.write(ss.Transaction(conditions=[ss.Empty("tomb", "a")], sets=[("t", "c2", 2)]))
+    with pytest.raises(swarmstate.ConflictError, match="Empty"):
+        store.write(
+            swarmstate.Transaction(
+                conditions=[swarmstate.Empty("tomb", "a")], sets=[("t", "c2", 2)]
+            )
+        )
     assert seen[1:2] == ["BEGIN IMMEDIATE"]
     assert seen[-1] == "ROLLBACK"
     assert store.keys("t") == ["c1"]
@@ -844,19 +854,19 @@ def _racing_writer(path: str, worker: int, rounds: int, start: Any, results: Any
     with DiskStore(path) as store:
         for n in range(rounds):
             start.wait()
-            claim = ss.Transaction(
-                conditions=[ss.Absent("claim", f"{n}")], sets=[("claim", f"{n}", worker)]
+            claim = swarmstate.Transaction(
+                conditions=[swarmstate.Absent("claim", f"{n}")], sets=[("claim", f"{n}", worker)]
             )
             # Each racer's key is its own, but falls in the range the other requires empty.
-            mark = ss.Transaction(
-                conditions=[ss.Empty("marks", f"{n}/", f"{n}0")],
+            mark = swarmstate.Transaction(
+                conditions=[swarmstate.Empty("marks", f"{n}/", f"{n}0")],
                 sets=[("marks", f"{n}/{worker}", worker)],
             )
             for kind, transaction in (("claim", claim), ("mark", mark)):
                 try:
                     store.write(transaction)
                     results.put((kind, n, worker))
-                except ss.ConflictError:
+                except swarmstate.ConflictError:
                     pass
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore, writes
 from swarmstate.backends.disk.connections import Connections
 from tests.support.copies import check_a_copy_refuses_the_originals_later_snapshots
@@ -47,7 +47,7 @@ def _digest(path: Path) -> str:
 
 def _hold_a_write(store: DiskStore, inside: threading.Event, release: threading.Event) -> None:
     """Write one row in a transaction kept open until ``release`` is set."""
-    data = ss.dumps("held")
+    data = swarmstate.dumps("held")
 
     def body(conn: object) -> None:
         writes.put(conn, [("a", "held", len(data), data)])  # type: ignore[arg-type]
@@ -117,9 +117,9 @@ def test_a_child_forked_while_a_write_outlasts_busy_timeout_refuses_the_file_at_
     if pid == 0:
 
         def check() -> None:
-            with pytest.raises(ss.StorageError, match="forked while another thread"):
+            with pytest.raises(swarmstate.StorageError, match="forked while another thread"):
                 store.set("a", "child", 1)
-            with pytest.raises(ss.StorageError, match="forked while another thread"):
+            with pytest.raises(swarmstate.StorageError, match="forked while another thread"):
                 DiskStore(db, busy_timeout=30)
 
         _child_exit(check)
@@ -259,7 +259,7 @@ def test_a_foreign_file_with_a_leftover_wal_is_refused_byte_for_byte_untouched(
     wal = Path(f"{db}-wal")
     assert wal.stat().st_size > 0
     before = (_digest(db), _digest(wal))
-    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+    with pytest.raises(swarmstate.IncompatibleStoreError, match="not made by swarmstate"):
         DiskStore(db)
     assert (_digest(db), _digest(wal)) == before
 
@@ -271,7 +271,7 @@ def test_a_file_whose_only_schema_is_in_the_leftover_wal_is_refused_untouched(
     subprocess.run([sys.executable, "-c", code, str(db)], check=True, timeout=60)
     wal = Path(f"{db}-wal")
     before = (_digest(db), _digest(wal))
-    with pytest.raises(ss.IncompatibleStoreError, match="not made by swarmstate"):
+    with pytest.raises(swarmstate.IncompatibleStoreError, match="not made by swarmstate"):
         DiskStore(db)
     assert (_digest(db), _digest(wal)) == before
 
@@ -303,15 +303,15 @@ def test_a_fifo_is_refused_at_once(db: Path) -> None:
 def test_a_socket_a_device_and_a_fifo_beside_the_file_are_refused(db: Path) -> None:
     with socket.socket(socket.AF_UNIX) as listener:
         listener.bind(str(db))
-        with pytest.raises(ss.StorageError, match="is a socket, not a regular file"):
+        with pytest.raises(swarmstate.StorageError, match="is a socket, not a regular file"):
             DiskStore(db)
     os.unlink(db)
     if os.path.exists(os.devnull) and os.path.dirname(os.devnull):
-        with pytest.raises(ss.StorageError, match="is a device, not a regular file"):
+        with pytest.raises(swarmstate.StorageError, match="is a device, not a regular file"):
             DiskStore(os.devnull)
     if hasattr(os, "mkfifo"):
         os.mkfifo(f"{db}-wal")
-        with pytest.raises(ss.StorageError, match="-wal is a FIFO"):
+        with pytest.raises(swarmstate.StorageError, match="-wal is a FIFO"):
             DiskStore(db)
         assert not db.exists()
 
@@ -320,5 +320,5 @@ def test_a_symbolic_link_is_refused(db: Path, tmp_path: Path) -> None:
     target = tmp_path / "real.db"
     DiskStore(target).close()
     db.symlink_to(target)
-    with pytest.raises(ss.StorageError, match="symbolic link"):
+    with pytest.raises(swarmstate.StorageError, match="symbolic link"):
         DiskStore(db)

@@ -13,24 +13,24 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 SAVER_BACKENDS = ["memory", "disk", "postgres"]
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 @pytest.fixture(params=SAVER_BACKENDS)
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
     """A factory of fresh, empty stores of one backend (closed at teardown)."""
-    opened: list[ss.BaseStore] = []
+    opened: list[swarmstate.BaseStore] = []
     counter = iter(range(1_000_000))
 
-    def make() -> ss.BaseStore:
-        store: ss.BaseStore
+    def make() -> swarmstate.BaseStore:
+        store: swarmstate.BaseStore
         if request.param == "memory":
-            store = ss.Store()
+            store = swarmstate.Store()
         elif request.param == "disk":
             from swarmstate.backends.disk import DiskStore
 

@@ -21,16 +21,13 @@ from typing import Any
 import pytest
 from test_sharing import chat_graph, talk
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, sharing
 from swarmstate.integrations.langgraph.values import CHUNKS
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 PEAK_LIMIT = 50 * 2**20
 """A read of planted rows may allocate at most this much (the rows themselves are small)."""
 TOO_LARGE = 2 * 10**9
@@ -57,35 +54,35 @@ def peak_of(read: Callable[[], object]) -> int:
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
-        with contextlib.suppress(ss.CorruptDataError):
+        with contextlib.suppress(swarmstate.CorruptDataError):
             read()
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
-def filled(store: ss.BaseStore) -> SwarmStateSaver:
+def filled(store: swarmstate.BaseStore) -> SwarmStateSaver:
     """``store`` after two turns of a real chat graph on thread ``t``."""
     saver = SwarmStateSaver(store)
     talk(chat_graph(saver), "t", 2)
     return saver
 
 
-def latest_entry(store: ss.BaseStore) -> tuple[str, str]:
+def latest_entry(store: swarmstate.BaseStore) -> tuple[str, str]:
     """``(namespace, key)`` of thread ``t``'s newest checkpoint entry."""
-    namespace = K.scope("t", "")
-    keys = [key for key in store.keys(namespace) if K.parse_entry_key(key)[1]]
-    return namespace, keys[-1]
+    namespace = keys.scope("t", "")
+    key_names = [key for key in store.keys(namespace) if keys.parse_entry_key(key)[1]]
+    return namespace, key_names[-1]
 
 
-def chunk_keys(store: ss.BaseStore) -> list[str]:
-    return store.keys(K.chunks("t"))
+def chunk_keys(store: swarmstate.BaseStore) -> list[str]:
+    return store.keys(keys.chunks("t"))
 
 
-def assert_bounded(store: ss.BaseStore) -> None:
+def assert_bounded(store: swarmstate.BaseStore) -> None:
     """A fresh saver's reads of thread ``t`` are CorruptDataError, each with a small peak."""
     fresh = SwarmStateSaver(store)
-    with pytest.raises(ss.CorruptDataError):
+    with pytest.raises(swarmstate.CorruptDataError):
         fresh.get_tuple(cfg("t"))
     reads: list[Callable[[], object]] = [
         lambda: SwarmStateSaver(store).get_tuple(cfg("t")),
@@ -105,7 +102,7 @@ def test_a_chunk_claiming_more_than_a_store_holds_is_refused_before_it_inflates(
     store = make_store()
     filled(store)
     bomb = [1, zeros(200 * 2**20), TOO_LARGE]
-    store.set_many([(K.chunks("t"), key, bomb) for key in chunk_keys(store)])
+    store.set_many([(keys.chunks("t"), key, bomb) for key in chunk_keys(store)])
     assert_bounded(store)
 
 
@@ -117,25 +114,25 @@ def test_a_checkpoint_entry_claiming_more_than_a_store_holds_is_refused_before_i
     namespace, key = latest_entry(store)
     # 0x93, [1, deflated entry, its size]: the compressed entry layout.
     store.set(namespace, key, [1, zeros(200 * 2**20), TOO_LARGE])
-    with pytest.raises(ss.CorruptDataError):
-        E.inflated(_raw(store, namespace, key))
+    with pytest.raises(swarmstate.CorruptDataError):
+        entry.inflated(_raw(store, namespace, key))
     assert_bounded(store)
 
 
-def _raw(store: ss.BaseStore, namespace: str, key: str) -> bytes:
+def _raw(store: swarmstate.BaseStore, namespace: str, key: str) -> bytes:
     found = store.get_many([(namespace, key)], raw=True)[0]
     assert type(found) is bytes
     return found
 
 
-def _plant_parts(store: ss.BaseStore, count: int, chunk_size: int) -> None:
+def _plant_parts(store: swarmstate.BaseStore, count: int, chunk_size: int) -> None:
     """Every chunked value of the newest entry names ``count`` parts: all of one chunk of
     ``chunk_size`` zero bytes, stored compressed (a few hundred bytes)."""
     serde = SwarmStateSaver(store).serde
     namespace, key = latest_entry(store)
-    decoded = E.decode(serde, _raw(store, namespace, key))
+    decoded = entry.decode(serde, _raw(store, namespace, key))
     assert decoded.forms
-    store.set(K.chunks("t"), "planted", [1, zeros(chunk_size), chunk_size])
+    store.set(keys.chunks("t"), "planted", [1, zeros(chunk_size), chunk_size])
     planted = 0
     for form in decoded.forms.values():
         if form[0] == CHUNKS:  # [CHUNKS, type, id, parts]
@@ -143,14 +140,14 @@ def _plant_parts(store: ss.BaseStore, count: int, chunk_size: int) -> None:
             form[3] = [["planted", 0, chunk_size]] * count
             planted += 1
     assert planted
-    data = E.encode(
+    data = entry.encode(
         serde,
         decoded.checkpoint,
         decoded.metadata,
         decoded.parent_id,
         None,
         decoded.forms,
-    ) or E.encode(
+    ) or entry.encode(
         serde,
         decoded.checkpoint,
         decoded.metadata,
@@ -180,9 +177,9 @@ def test_parts_joining_to_more_than_a_store_holds_are_refused_before_joining(
     # As many parts as a writer stores, each naming a 21 MB chunk: 1 GB in all.
     store = make_store()
     filled(store)
-    _plant_parts(store, S.MAX_PARTS, 21_000_000)
+    _plant_parts(store, sharing.MAX_PARTS, 21_000_000)
     fresh = SwarmStateSaver(store)
-    with pytest.raises(ss.CorruptDataError, match="more than the 1000000000"):
+    with pytest.raises(swarmstate.CorruptDataError, match="more than the 1000000000"):
         fresh.get_tuple(cfg("t"))
     assert peak_of(lambda: SwarmStateSaver(store).get_tuple(cfg("t"))) < PEAK_LIMIT
 
@@ -195,7 +192,7 @@ def test_the_command_line_reads_planted_rows_in_bounded_memory(
     with DiskStore(disk_path) as store:
         filled(store)
         bomb = [1, zeros(200 * 2**20), TOO_LARGE]
-        store.set_many([(K.chunks("t"), key, bomb) for key in chunk_keys(store)])
+        store.set_many([(keys.chunks("t"), key, bomb) for key in chunk_keys(store)])
     args = {
         "check": ["check", str(disk_path)],
         "show": ["show", str(disk_path), "t"],

@@ -27,12 +27,12 @@ import pytest
 from cli_support import run_cli
 from langgraph.checkpoint.base import empty_checkpoint
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph.catalog import PERIOD_SECONDS, period_at, period_seconds
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 _GREGORIAN_TO_UNIX = 0x01B21DD213814000
 # A day ahead, in the middle of a period: ids made "now" by the tests come after any

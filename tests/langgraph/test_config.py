@@ -5,27 +5,26 @@ from __future__ import annotations
 from collections import ChainMap
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies
 from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, get_checkpoint_metadata
 
-from swarmstate.integrations.langgraph import config as C
+from swarmstate.integrations.langgraph import config
 
 # Keys a runtime config holds (excluded ones, private ones, user ones) and
 # values of every kind the helper keeps, cleans or drops.
-_KEYS = st.sampled_from(
+_KEYS = strategies.sampled_from(
     [*sorted(EXCLUDED_METADATA_KEYS), "__pregel_runtime", "__x", "_one", "user", "step", "k\x00"]
-) | st.text(max_size=4)
+) | strategies.text(max_size=4)
 _VALUES = (
-    st.text(alphabet="ab\x00", max_size=4)
-    | st.integers(-3, 3)
-    | st.booleans()
-    | st.floats(allow_nan=False)
-    | st.none()
-    | st.lists(st.integers(), max_size=2)
-    | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)
+    strategies.text(alphabet="ab\x00", max_size=4)
+    | strategies.integers(-3, 3)
+    | strategies.booleans()
+    | strategies.floats(allow_nan=False)
+    | strategies.none()
+    | strategies.lists(strategies.integers(), max_size=2)
+    | strategies.dictionaries(strategies.text(max_size=2), strategies.integers(), max_size=2)
 )
-_DICTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
+_DICTS = strategies.dictionaries(_KEYS, _VALUES, max_size=6)
 
 
 def _chain(maps: list[dict[str, Any]], nested: bool) -> ChainMap[str, Any]:
@@ -34,20 +33,24 @@ def _chain(maps: list[dict[str, Any]], nested: bool) -> ChainMap[str, Any]:
     return ChainMap(*maps)
 
 
-_SOURCES = st.none() | _DICTS | st.builds(_chain, st.lists(_DICTS, max_size=3), st.booleans())
+_SOURCES = (
+    strategies.none()
+    | _DICTS
+    | strategies.builds(_chain, strategies.lists(_DICTS, max_size=3), strategies.booleans())
+)
 
 
 @given(metadata=_DICTS, meta=_SOURCES, configurable=_SOURCES)
 def test_stored_metadata_is_langgraphs_get_checkpoint_metadata(
     metadata: dict[str, Any], meta: Any, configurable: Any
 ) -> None:
-    config: dict[str, Any] = {}
+    run_config: dict[str, Any] = {}
     if meta is not None:
-        config["metadata"] = meta
+        run_config["metadata"] = meta
     if configurable is not None:
-        config["configurable"] = configurable
-    expected = get_checkpoint_metadata(config, dict(metadata))  # type: ignore[arg-type]
-    got = C.stored_metadata(config, dict(metadata), frozenset(EXCLUDED_METADATA_KEYS))
+        run_config["configurable"] = configurable
+    expected = get_checkpoint_metadata(run_config, dict(metadata))  # type: ignore[arg-type]
+    got = config.stored_metadata(run_config, dict(metadata), frozenset(EXCLUDED_METADATA_KEYS))
     # Key order and value types too: True and 1 are equal, but stored differently.
     assert [(k, type(v), v) for k, v in got.items()] == [
         (k, type(v), v) for k, v in expected.items()
@@ -59,9 +62,9 @@ def test_stored_metadata_reads_a_mapping_that_is_not_a_plain_dict_as_langgraph_d
         def __getitem__(self, key: str) -> Any:
             return "overridden"
 
-    config = {"metadata": ChainMap({"a": 1}, Loud(user="u")), "configurable": {"b": "x"}}
-    expected = get_checkpoint_metadata(config, {"step": 1})  # type: ignore[arg-type]
-    got = C.stored_metadata(config, {"step": 1}, frozenset(EXCLUDED_METADATA_KEYS))
+    run_config = {"metadata": ChainMap({"a": 1}, Loud(user="u")), "configurable": {"b": "x"}}
+    expected = get_checkpoint_metadata(run_config, {"step": 1})  # type: ignore[arg-type]
+    got = config.stored_metadata(run_config, {"step": 1}, frozenset(EXCLUDED_METADATA_KEYS))
     assert got == expected
     assert got["user"] == "overridden"
 
@@ -71,9 +74,9 @@ def test_stored_metadata_reads_metadata_through_its_items_as_langgraph_does() ->
         def items(self) -> Any:
             return [(key, "from items") for key in self]
 
-    config = {"configurable": {"b": "x", "__pregel_x": 1}}
+    run_config = {"configurable": {"b": "x", "__pregel_x": 1}}
     for excluded in (frozenset(EXCLUDED_METADATA_KEYS), set(EXCLUDED_METADATA_KEYS)):
         for _ in range(2):  # the second time, with the runtime's keys remembered
-            got = C.stored_metadata(config, Items(a=1), excluded)
-            assert got == get_checkpoint_metadata(config, Items(a=1))  # type: ignore[arg-type]
+            got = config.stored_metadata(run_config, Items(a=1), excluded)
+            assert got == get_checkpoint_metadata(run_config, Items(a=1))  # type: ignore[arg-type]
             assert got == {"a": "from items", "b": "x"}

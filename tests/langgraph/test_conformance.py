@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator, Callable
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 
 async def test_official_suite_reports_full_conformance(
-    make_store: Callable[[], ss.BaseStore],
+    make_store: Callable[[], swarmstate.BaseStore],
 ) -> None:
     @checkpointer_test(name="SwarmStateSaver")
     async def factory() -> AsyncIterator[SwarmStateSaver]:

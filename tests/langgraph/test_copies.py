@@ -22,12 +22,10 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
+import swarmstate
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 class ServerLikeSaver(SwarmStateSaver):
@@ -101,9 +99,9 @@ def test_a_copy_names_itself_in_its_checkpoints_metadata(make_store: MakeStore) 
     assert list(saver.list(cfg("dst"), filter={"thread_id": "src"})) == []
     assert {t.metadata["thread_id"] for t in saver.list(cfg("src"))} == {"src"}
     # The entries keep the saver's own layout; a fresh saver reads and resumes the copy.
-    for key, data in saver.store.items(K.scope("dst", ""), raw=True):
-        if key.endswith(K.CHECKPOINT):
-            assert E.inflated(data)[0] == 0x95
+    for key, data in saver.store.items(keys.scope("dst", ""), raw=True):
+        if key.endswith(keys.CHECKPOINT):
+            assert entry.inflated(data)[0] == 0x95
     fresh = _graph(ServerLikeSaver(saver.store))
     resumed = fresh.invoke(Command(resume="yes"), cfg("dst"))
     assert "asked:yes" in resumed["steps"]
@@ -131,10 +129,10 @@ def test_deleting_a_runs_checkpoints_leaves_the_copies_of_them_alone(
     assert _by_id(saver, "dst").keys() == copied.keys()
     assert {t.metadata["run_id"] for t in saver.list(cfg("src"))} == {"r3"}
     # The copy lists no run of the source as seen, so deleting it leaves no index behind.
-    assert saver.store.keys(K.runs_seen("dst", "")) == [K.field("r2")]
+    assert saver.store.keys(keys.runs_seen("dst", "")) == [keys.field("r2")]
     saver.delete_thread("src")
     saver.delete_thread("dst")
-    assert saver.store.namespaces(K.RUNS) == []
+    assert saver.store.namespaces(keys.RUNS) == []
 
 
 @dataclasses.dataclass
@@ -169,11 +167,13 @@ def _earlier_layouts(saver: SwarmStateSaver) -> dict[str, bytes]:
         if name == "0x94":
             data = serde.dumps_typed([metadata, None, "r0", checkpoint])[1]
         elif name == "0x96":
-            data = ss.dumps(
+            data = swarmstate.dumps(
                 [*serde.dumps_typed(checkpoint), *serde.dumps_typed(metadata), None, "r0"]
             )
         else:
-            encoded = E.encode(serde, checkpoint, metadata, None, "r0", {}, typed=name == "0x97")
+            encoded = entry.encode(
+                serde, checkpoint, metadata, None, "r0", {}, typed=name == "0x97"
+            )
             assert encoded is not None
             data = encoded
         assert data[0] == int(name, 16)
@@ -188,20 +188,21 @@ def test_a_copy_rewrites_only_the_metadata_of_every_layout(
     writer = SwarmStateSaver(make_store())
     entries = _earlier_layouts(writer)
     writer.store.set_many(
-        [(K.scope("old", ""), K.checkpoint_key(i), data) for i, data in entries.items()], raw=True
+        [(keys.scope("old", ""), keys.checkpoint_key(i), data) for i, data in entries.items()],
+        raw=True,
     )
     saver = SwarmStateSaver(writer.store, serde=later_serde)
     saver.copy_thread("old", "new")
     for checkpoint_id, original in entries.items():
-        pair = (K.scope("new", ""), K.checkpoint_key(checkpoint_id))
+        pair = (keys.scope("new", ""), keys.checkpoint_key(checkpoint_id))
         data = saver.store.get_many([pair], raw=True)[0]
-        metadata = E.head(writer.serde, original)[0]
-        assert E.head(saver.serde, data)[0] == {**metadata, "thread_id": "new"}
+        metadata = entry.head(writer.serde, original)[0]
+        assert entry.head(saver.serde, data)[0] == {**metadata, "thread_id": "new"}
         # Nothing but the metadata changed: the checkpoint, with a value the
         # serializer would block (never decoded here), keeps its bytes.
         if later_serde is None or original[0] in (0x96, 0x97):
             assert data[0] == original[0]
-            assert E.with_metadata(writer.serde, data, metadata) == original
+            assert entry.with_metadata(writer.serde, data, metadata) == original
         else:  # metadata the serializer writes in another format: typed pairs
             assert data[0] == original[0] + 2
-            assert ss.loads(data)[1] in original  # the checkpoint's msgpack, as it was
+            assert swarmstate.loads(data)[1] in original  # the checkpoint's msgpack, as it was

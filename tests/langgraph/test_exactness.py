@@ -20,16 +20,14 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+import swarmstate
+from swarmstate.integrations.langgraph import SwarmStateSaver, keys
 
 BACKENDS = ["memory", "disk", "postgres"]
 
@@ -118,10 +116,10 @@ def build(saver: Any) -> Any:
 
 
 OPS = ["append", "edit", "edit_nested", "edit_silent", "remove", "replace", "remove_all", "sub"]
-steps = st.lists(
-    st.one_of(
-        st.tuples(st.sampled_from(OPS), st.integers(0, 50)),
-        st.tuples(st.just("fork"), st.integers(0, 50)),
+steps = strategies.lists(
+    strategies.one_of(
+        strategies.tuples(strategies.sampled_from(OPS), strategies.integers(0, 50)),
+        strategies.tuples(strategies.just("fork"), strategies.integers(0, 50)),
     ),
     min_size=1,
     max_size=7,
@@ -208,16 +206,16 @@ def _graph_view(saver: Any, threads: int) -> list[list[tuple[Any, ...]]]:
 
 
 @pytest.fixture(params=BACKENDS)
-def fresh_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], ss.BaseStore]]:
+def fresh_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], swarmstate.BaseStore]]:
     """Makes a new, empty store of one backend per Hypothesis example."""
-    opened: list[ss.BaseStore] = []
+    opened: list[swarmstate.BaseStore] = []
     counter = itertools.count()
     with tempfile.TemporaryDirectory(prefix="swarmstate-exact-") as tmp:
 
-        def make() -> ss.BaseStore:
-            store: ss.BaseStore
+        def make() -> swarmstate.BaseStore:
+            store: swarmstate.BaseStore
             if request.param == "memory":
-                store = ss.Store()
+                store = swarmstate.Store()
             elif request.param == "disk":
                 from swarmstate.backends.disk import DiskStore
 
@@ -233,7 +231,7 @@ def fresh_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], ss.Base
 
 
 def test_every_checkpoint_equals_the_reference_savers(
-    fresh_store: Callable[[], ss.BaseStore], request: pytest.FixtureRequest
+    fresh_store: Callable[[], swarmstate.BaseStore], request: pytest.FixtureRequest
 ) -> None:
     # Fewer examples on the durable backends: each runs two savers and two graphs.
     examples = 30 if request.node.callspec.params["fresh_store"] == "memory" else 8
@@ -243,7 +241,7 @@ def test_every_checkpoint_equals_the_reference_savers(
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(script=steps, threads=st.integers(1, 2))
+    @given(script=steps, threads=strategies.integers(1, 2))
     def check(script: list[tuple[str, int]], threads: int) -> None:
         ours = SwarmStateSaver(fresh_store())
         reference = InMemorySaver()
@@ -251,7 +249,7 @@ def test_every_checkpoint_equals_the_reference_savers(
         run(reference, script, threads)
         expected = _snapshot(reference)
         assert _snapshot(ours) == expected
-        segments = [ns for ns in ours.store.namespaces("langgraph:") if ns.endswith(K.CHUNKS)]
+        segments = [ns for ns in ours.store.namespaces("langgraph:") if ns.endswith(keys.CHUNKS)]
         assert segments, "the conversations are long enough for values stored as chunks"
         assert _graph_view(ours, threads) == _graph_view(reference, threads)
         # A saver opened afresh on the same store (no cache) reads the same.

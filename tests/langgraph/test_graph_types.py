@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 GRAPH_MODULE = textwrap.dedent(
     '''

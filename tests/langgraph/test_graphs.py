@@ -22,10 +22,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
+import swarmstate
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
 
 # -- graphs --------------------------------------------------------------
 
@@ -299,7 +297,7 @@ def test_delete_thread_removes_only_that_thread(saver: SwarmStateSaver) -> None:
     assert list(saver.list(cfg("drop"))) == []
     assert graph.get_state(cfg("keep")).values == {"steps": ["a", "b", "c"]}
     assert graph.get_state(cfg("drop2")).values == {"steps": ["a", "b", "c"]}
-    assert not any(ns.startswith(K.thread_prefix("drop")) for ns in saver.store.namespaces())
+    assert not any(ns.startswith(keys.thread_prefix("drop")) for ns in saver.store.namespaces())
 
 
 async def test_async_graph_uses_the_async_methods(saver: SwarmStateSaver) -> None:
@@ -387,15 +385,15 @@ def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver)
     assert [t.checkpoint["id"] for t in saver.list(cfg("dst"))] == src_ids[:3]
     saver.prune(["src"], strategy="delete_all")  # the Agent Server's name for "delete"
     assert [t.config["configurable"]["thread_id"] for t in saver.list(None)] == ["dst"] * 3
-    assert saver.store.namespaces(K.RUNS) == []  # src's run index went with it; dst has none
+    assert saver.store.namespaces(keys.RUNS) == []  # src's run index went with it; dst has none
     saver.delete_thread("dst")
     # Index entries went with their threads; what stays is one small tombstone each,
     # and the saver's note that the store's indexes are complete.
     assert saver.store.namespaces() == ["langgraph:g", "langgraph:m"]
     assert saver.store.count("langgraph:g") == 2
-    with pytest.raises(ss.InvalidArgumentError, match="strategy"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="strategy"):
         saver.prune(["src"], strategy="keep_everything")
-    with pytest.raises(ss.InvalidArgumentError, match="keep_last"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="keep_last"):
         saver.prune(["src"], keep_last=0)
 
 
@@ -408,8 +406,8 @@ def test_run_index_is_one_entry_per_run_and_thread_and_outlives_delete_for_runs(
     checkpoints = len(list(saver.list(cfg("t"))))
     assert checkpoints > 2
     # One index entry for the run's many checkpoints, one "runs seen" entry in the thread.
-    assert saver.store.items(K.run_namespace("r1")) == [(K.run_key("t", ""), None)]
-    assert saver.store.keys(K.runs_seen("t", "")) == [K.field("r1")]
+    assert saver.store.items(keys.run_namespace("r1")) == [(keys.run_key("t", ""), None)]
+    assert saver.store.keys(keys.runs_seen("t", "")) == [keys.field("r1")]
     saver.delete_for_runs(["r1"])
     assert list(saver.list(cfg("t"))) == []
     # The same run writing there again is still found: the index entry stayed.
@@ -436,17 +434,17 @@ class _TaggedSerde(JsonPlusSerializer):
 
 
 def test_a_serializer_of_another_format_gets_the_typed_layout(
-    make_store: Callable[[], ss.BaseStore],
+    make_store: Callable[[], swarmstate.BaseStore],
 ) -> None:
     saver = SwarmStateSaver(make_store(), serde=_TaggedSerde())
     graph = chain_graph(saver)
     graph.invoke({"steps": []}, {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "r"}})
     history = list(saver.list(cfg("t")))
     assert graph.get_state(cfg("t")).values["steps"] == ["a", "b", "c"]
-    namespace = K.scope("t", "")
+    namespace = keys.scope("t", "")
     for key, data in saver.store.items(namespace, raw=True):
-        if key.endswith(K.CHECKPOINT):
-            assert E.inflated(data)[0] == 0x97  # typed pairs, not the serializer's own document
+        if key.endswith(keys.CHECKPOINT):
+            assert entry.inflated(data)[0] == 0x97  # typed pairs, not the serializer's own document
     looped = list(saver.list(cfg("t"), filter={"source": "loop"}))
     assert [t.checkpoint["id"] for t in looped] == [
         t.checkpoint["id"] for t in history if t.metadata["source"] == "loop"
@@ -471,7 +469,7 @@ def test_metadata_the_head_reader_cannot_revive_is_filtered_through_the_serializ
 
 
 def test_saver_data_moves_between_backends_with_transfer(
-    make_store: Callable[[], ss.BaseStore], tmp_path: Path
+    make_store: Callable[[], swarmstate.BaseStore], tmp_path: Path
 ) -> None:
     from langchain_core.messages import AIMessage, HumanMessage
 
@@ -492,7 +490,7 @@ def test_saver_data_moves_between_backends_with_transfer(
         {"messages": [HumanMessage(content="hi")]}, cfg("chat")
     )
     with DiskStore(tmp_path / "moved.db") as disk:
-        assert ss.transfer(source.store, disk) == len(source.store)
+        assert swarmstate.transfer(source.store, disk) == len(source.store)
         target = SwarmStateSaver(disk)
         state = builder.compile(checkpointer=target).get_state(cfg("chat"))
         assert [type(m).__name__ for m in state.values["messages"]] == [
@@ -510,7 +508,7 @@ def test_a_put_racing_delete_thread_never_leaves_a_checkpoint_its_run_cannot_fin
 ) -> None:
     # A put of run R lands just before one step of delete_thread: whatever
     # survives must still be found (and removed) by delete_for_runs([R]).
-    saver = SwarmStateSaver(ss.Store())
+    saver = SwarmStateSaver(swarmstate.Store())
     graph = chain_graph(saver)
     run = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "R"}}
     graph.invoke({"steps": []}, run)
@@ -536,10 +534,10 @@ def test_a_put_racing_delete_thread_never_leaves_a_checkpoint_its_run_cannot_fin
 def test_checkpoints_in_the_earlier_typed_layout_are_still_read(saver: SwarmStateSaver) -> None:
     # Before this layout, 0.1.0 kept plain metadata as it is, with None for its type.
     checkpoint = empty_checkpoint()
-    key = K.checkpoint_key(checkpoint["id"])
+    key = keys.checkpoint_key(checkpoint["id"])
     metadata = {"source": "input", "step": -1, "run_id": "old"}
-    entry = [*saver.serde.dumps_typed(checkpoint), None, metadata, None, "old"]
-    saver.store.set(K.scope("legacy", ""), key, entry)
+    stored_entry = [*saver.serde.dumps_typed(checkpoint), None, metadata, None, "old"]
+    saver.store.set(keys.scope("legacy", ""), key, stored_entry)
     found = saver.get_tuple(cfg("legacy"))
     assert found is not None
     assert (found.checkpoint["id"], found.metadata) == (checkpoint["id"], metadata)
@@ -653,20 +651,20 @@ def test_int_thread_ids_and_missing_namespace_take_the_checked_path(
     assert by_int is not None
     assert by_int == by_str
     assert by_int.config["configurable"]["thread_id"] == "7"
-    with pytest.raises(ss.InvalidArgumentError, match="thread_id"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="thread_id"):
         saver.get_tuple({"configurable": {"thread_id": 7.5}})
-    with pytest.raises(ss.InvalidArgumentError, match="checkpoint_ns"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="checkpoint_ns"):
         saver.get_tuple({"configurable": {"thread_id": "7", "checkpoint_ns": 3}})
 
 
 # -- safe deserialization ---------------------------------------------------
 
 
-def _stored_entry(store: ss.BaseStore, namespace: str, key: str) -> Any:
+def _stored_entry(store: swarmstate.BaseStore, namespace: str, key: str) -> Any:
     """A checkpoint entry as stored, inflated if it was stored compressed."""
     ((found, data),) = store.items(namespace, start=key, limit=1, raw=True)
     assert found == key
-    return ss.loads(E.inflated(data))
+    return swarmstate.loads(entry.inflated(data))
 
 
 def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
@@ -676,13 +674,13 @@ def _plant_constructor_call(saver: SwarmStateSaver, target: Path) -> Any:
     assert latest is not None
     # The value of channel "steps" rides in the checkpoint entry as [BLOB, type,
     # bytes]: the entry is [metadata, parent id, run id, checkpoint, inline forms].
-    namespace, key = K.scope("evil", ""), K.checkpoint_key(latest.checkpoint["id"])
-    entry = _stored_entry(saver.store, namespace, key)
-    assert entry[4]["steps"][:2] == [0, "msgpack"]
+    namespace, key = keys.scope("evil", ""), keys.checkpoint_key(latest.checkpoint["id"])
+    stored_entry = _stored_entry(saver.store, namespace, key)
+    assert stored_entry[4]["steps"][:2] == [0, "msgpack"]
     # Extension 0 is JsonPlusSerializer's "call module.name(arg)".
     call = ormsgpack.Ext(0, ormsgpack.packb(["os", "mkdir", str(target)]))
-    entry[4]["steps"] = [0, "msgpack", ormsgpack.packb(call)]
-    saver.store.set(namespace, key, entry)
+    stored_entry[4]["steps"] = [0, "msgpack", ormsgpack.packb(call)]
+    saver.store.set(namespace, key, stored_entry)
     return latest.config
 
 
@@ -707,13 +705,20 @@ def test_pickle_payloads_are_refused(saver: SwarmStateSaver) -> None:
     chain_graph(saver).invoke({"steps": []}, cfg("pk"))
     latest = saver.get_tuple(cfg("pk"))
     assert latest is not None
-    namespace, key = K.scope("pk", ""), K.checkpoint_key(latest.checkpoint["id"])
+    namespace, key = keys.scope("pk", ""), keys.checkpoint_key(latest.checkpoint["id"])
     # The layout of typed pairs (for serializers that are not plain msgpack),
     # here claiming a pickled checkpoint.
     metadata, parent_id, run_id, _, layout = _stored_entry(saver.store, namespace, key)
-    entry = ["pickle", b"\x80\x04N.", *saver.serde.dumps_typed(metadata), parent_id, run_id, layout]
-    saver.store.set(namespace, key, entry)
-    with pytest.raises(ss.CorruptDataError, match="pickle"):
+    stored_entry = [
+        "pickle",
+        b"\x80\x04N.",
+        *saver.serde.dumps_typed(metadata),
+        parent_id,
+        run_id,
+        layout,
+    ]
+    saver.store.set(namespace, key, stored_entry)
+    with pytest.raises(swarmstate.CorruptDataError, match="pickle"):
         saver.get_tuple(cfg("pk"))
 
 
@@ -803,16 +808,16 @@ def test_strict_serializer_returns_json_values_as_plain_data(saver: SwarmStateSa
     chain_graph(saver).invoke({"steps": []}, cfg("js"))
     latest = saver.get_tuple(cfg("js"))
     assert latest is not None
-    namespace, key = K.scope("js", ""), K.checkpoint_key(latest.checkpoint["id"])
-    entry = _stored_entry(saver.store, namespace, key)
+    namespace, key = keys.scope("js", ""), keys.checkpoint_key(latest.checkpoint["id"])
+    stored_entry = _stored_entry(saver.store, namespace, key)
     described = {
         "lc": 1,
         "type": "constructor",
         "id": ["langchain", "prompts", "prompt", "PromptTemplate"],
         "kwargs": {"template": "hi {x}", "input_variables": ["x"]},
     }
-    entry[4]["steps"] = [0, "json", json.dumps(described).encode()]
-    saver.store.set(namespace, key, entry)
+    stored_entry[4]["steps"] = [0, "json", json.dumps(described).encode()]
+    saver.store.set(namespace, key, stored_entry)
     strict = saver.get_tuple(cfg("js"))
     assert strict is not None
     assert strict.checkpoint["channel_values"]["steps"] == described
@@ -836,13 +841,13 @@ def test_from_conn_string_opens_the_store_and_the_saver_closes_it(
         assert isinstance(saver.store, DiskStore)
         assert saver.store.synchronous == "FULL"
         chain_graph(saver).invoke({"steps": []}, cfg("lc"))
-    with pytest.raises(ss.StoreClosedError):
+    with pytest.raises(swarmstate.StoreClosedError):
         saver.store.get("x", "y")
     again = SwarmStateSaver.from_conn_string(str(path))
     assert chain_graph(again).get_state(cfg("lc")).values["steps"] == ["a", "b", "c"]
     again.close()
     memory = SwarmStateSaver.from_conn_string(":memory:")
-    assert isinstance(memory.store, ss.Store)
+    assert isinstance(memory.store, swarmstate.Store)
     schema = "lc_" + uuid.uuid4().hex[:12]
     with SwarmStateSaver.from_conn_string(pg_conninfo, schema=schema) as pg:
         assert isinstance(pg.store, PostgresStore)
@@ -854,7 +859,7 @@ def test_from_conn_string_opens_the_store_and_the_saver_closes_it(
 
     with psycopg.connect(pg_conninfo, autocommit=True) as conn:  # leave the cluster as it was
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
-    with pytest.raises(ss.InvalidArgumentError, match="conn_string"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="conn_string"):
         SwarmStateSaver.from_conn_string("")
 
 
@@ -869,7 +874,7 @@ def test_a_saver_closes_only_a_store_it_opened(tmp_path: Path) -> None:
 
 
 def test_a_store_class_with_its_own_set_many_gets_every_write_through_it() -> None:
-    class Counting(ss.Store):
+    class Counting(swarmstate.Store):
         def __init__(self) -> None:
             super().__init__()
             self.batches = 0
@@ -891,15 +896,15 @@ async def test_async_with_closes_the_store_it_opened(tmp_path: Path) -> None:
         graph = chain_graph(saver)
         out = await graph.ainvoke({"steps": []}, cfg("aw"))
         assert out["steps"] == ["a", "b", "c"]
-    with pytest.raises(ss.StoreClosedError):
+    with pytest.raises(swarmstate.StoreClosedError):
         saver.store.get("x", "y")
 
 
 def test_a_path_where_a_store_belongs_gets_the_line_that_opens_one(tmp_path: Path) -> None:
     path = str(tmp_path / "state.db")
     for wrong in (path, tmp_path / "state.db"):
-        with pytest.raises(ss.InvalidArgumentError, match=r"DiskStore\(.*from_conn_string"):
+        with pytest.raises(swarmstate.InvalidArgumentError, match=r"DiskStore\(.*from_conn_string"):
             SwarmStateSaver(wrong)  # type: ignore[arg-type]
-    with pytest.raises(ss.InvalidArgumentError, match="got dict"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="got dict"):
         SwarmStateSaver({"path": path})  # type: ignore[arg-type]
     assert not (tmp_path / "state.db").exists()

@@ -15,11 +15,10 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import Retention, SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+import swarmstate
+from swarmstate.integrations.langgraph import Retention, SwarmStateSaver, keys
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 class Steps(TypedDict, total=False):
@@ -108,7 +107,9 @@ def test_threads_by_last_activity_come_newest_first_a_page_at_a_time(
     assert saver.thread_count() == 3
     # Nothing of the deleted thread is left in the indexes.
     assert not any(
-        K.field("w") in key for ns in (K.ACTIVITY, K.REGISTRY) for key in saver.store.keys(ns)
+        keys.field("w") in key
+        for ns in (keys.ACTIVITY, keys.REGISTRY)
+        for key in saver.store.keys(ns)
     )
 
 
@@ -161,7 +162,7 @@ def test_a_sweep_for_idle_threads_reads_the_activity_index_and_deletes_only_idle
     report = saver.retain(older_than=datetime.timedelta(days=1), now=later)
     assert report.threads_deleted == 2  # both were idle as of ``later``
     assert saver.list_threads() == []
-    assert saver.store.keys(K.ACTIVITY) == []
+    assert saver.store.keys(keys.ACTIVITY) == []
     # A thread active after the cutoff is kept, and its older activity entries go.
     graph.invoke({"log": []}, cfg("again"), durability="sync")
     assert saver.retain(older_than=3600).threads_deleted == 0
@@ -188,17 +189,17 @@ def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_
     for thread in ("p", "q"):
         graph.invoke({"log": []}, cfg(thread), durability="sync")
     # What an earlier release left: no indexes, no marker.
-    for ns in (K.INDEX, K.ACTIVITY, K.REGISTRY, K.META):
+    for ns in (keys.INDEX, keys.ACTIVITY, keys.REGISTRY, keys.META):
         store.delete_many([(ns, key) for key in store.keys(ns)])
     for thread in ("p", "q"):
-        store.delete_many([(K.periods(thread), key) for key in store.keys(K.periods(thread))])
+        store.delete_many([(keys.periods(thread), key) for key in store.keys(keys.periods(thread))])
     reader = SwarmStateSaver(store)
     expected = _scanned(reader)
     assert _listed(reader) == expected  # read without the index
-    assert store.keys(K.INDEX) == [], "a read writes nothing"
+    assert store.keys(keys.INDEX) == [], "a read writes nothing"
     assert reader.thread_count() == 2
     _graph(reader).invoke({"log": []}, cfg("r"), durability="sync")  # the first put indexes
-    assert len(store.keys(K.INDEX)) == len(expected) + 4
+    assert len(store.keys(keys.INDEX)) == len(expected) + 4
     assert _listed(SwarmStateSaver(store)) == _scanned(reader)
     assert SwarmStateSaver(store).recent_threads(limit=1)[0].thread_id == "r"
 
@@ -206,7 +207,7 @@ def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])
 def test_paging_arguments_are_checked(make_store: MakeStore, bad: Any) -> None:
     saver = SwarmStateSaver(make_store())
-    with pytest.raises(ss.InvalidArgumentError, match="limit"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="limit"):
         saver.recent_threads(limit=bad)
-    with pytest.raises(ss.InvalidArgumentError, match="offset"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="offset"):
         saver.recent_threads(offset=bad)

@@ -28,10 +28,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import Retention, SwarmStateSaver
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 def cfg(thread_id: str, **extra: Any) -> Any:
@@ -193,7 +193,7 @@ def _worker(spec: tuple[str, ...], queue: Any) -> None:
         if spec[0] == "disk":
             from swarmstate.backends.disk import DiskStore
 
-            store: ss.BaseStore = DiskStore(spec[1])
+            store: swarmstate.BaseStore = DiskStore(spec[1])
         else:
             from swarmstate.backends.postgres import PostgresStore
 
@@ -218,7 +218,7 @@ def test_retention_elsewhere_during_a_run_leaves_every_checkpoint_readable(
         from swarmstate.backends.disk import DiskStore
 
         path = str(tmp_path / "live.db")
-        store: ss.BaseStore = DiskStore(path)
+        store: swarmstate.BaseStore = DiskStore(path)
         spec: tuple[str, ...] = ("disk", path)
     else:
         store = request.getfixturevalue("pg_store_factory")()
@@ -316,7 +316,7 @@ def test_a_thread_deleted_during_a_run_stays_deleted(
     worker.join(60)
     if durability != "exit":
         assert errors, "the run could not go on"
-        assert isinstance(errors[0], ss.ThreadDeletedError), errors
+        assert isinstance(errors[0], swarmstate.ThreadDeletedError), errors
     # Nothing of the thread is readable, and nothing lists it, in any namespace.
     fresh = SwarmStateSaver(saver.store)
     assert fresh.get_tuple(cfg("gone")) is None
@@ -369,9 +369,9 @@ def test_a_thread_deleted_by_another_handle_during_its_first_run_stays_deleted(
     if backend == "disk":
         from swarmstate.backends.disk import DiskStore
 
-        store: ss.BaseStore = DiskStore(tmp_path / "first.db")
-        elsewhere: ss.BaseStore = DiskStore(tmp_path / "first.db")
-        reader: ss.BaseStore = DiskStore(tmp_path / "first.db")
+        store: swarmstate.BaseStore = DiskStore(tmp_path / "first.db")
+        elsewhere: swarmstate.BaseStore = DiskStore(tmp_path / "first.db")
+        reader: swarmstate.BaseStore = DiskStore(tmp_path / "first.db")
     else:
         make = request.getfixturevalue("pg_store_factory")
         store = make()
@@ -381,7 +381,7 @@ def test_a_thread_deleted_by_another_handle_during_its_first_run_stays_deleted(
     graph = _deletes_then_subgraph(saver, SwarmStateSaver(elsewhere))
     threads = [f"first{n}" for n in range(4)]
     for thread in threads:
-        with pytest.raises(ss.ThreadDeletedError):
+        with pytest.raises(swarmstate.ThreadDeletedError):
             graph.invoke({"messages": [HumanMessage(content="hi", id="h0")]}, cfg(thread))
     # Nothing of the threads is readable or listed, through a handle of its own.
     fresh = SwarmStateSaver(reader)
@@ -412,14 +412,14 @@ def test_a_checkpoint_made_before_its_threads_deletion_is_refused_without_a_pare
     config = cfg("late", checkpoint_ns="")
     root, child = empty_checkpoint(), empty_checkpoint()  # made now: before the deletion
     saver.delete_thread("late")
-    with pytest.raises(ss.ThreadDeletedError):
+    with pytest.raises(swarmstate.ThreadDeletedError):
         saver.put(config, root, {"source": "input", "step": -1}, {})
     assert saver.get_tuple(config) is None
     assert saver.list_threads() == []
     # A checkpoint made after the deletion starts the thread afresh.
     made = saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
     assert saver.list_threads() == ["late"]
-    with pytest.raises(ss.ThreadDeletedError):
+    with pytest.raises(swarmstate.ThreadDeletedError):
         saver.put(made, child, {"source": "loop", "step": 0}, {})
     kept = [c.checkpoint["id"] for c in saver.list(config)]
     assert kept == [made["configurable"]["checkpoint_id"]]
@@ -454,12 +454,12 @@ def test_the_run_holding_a_claim_renews_it_and_goes_on(make_store: MakeStore) ->
     assert renewed == [True, True]
     # Another worker's claim fences the first for good; its renew is refused.
     newer = saver.claim("w", ttl=30)
-    with pytest.raises(ss.FencedError, match="not its newest claim"):
+    with pytest.raises(swarmstate.FencedError, match="not its newest claim"):
         saver.renew("w", token)
-    with pytest.raises(ss.FencedError):
+    with pytest.raises(swarmstate.FencedError):
         graph.invoke({"n": []}, config, durability="sync")
     assert saver.release("w", newer)
-    with pytest.raises(ss.FencedError, match="released"):
+    with pytest.raises(swarmstate.FencedError, match="released"):
         saver.renew("w", newer)
 
 
@@ -506,5 +506,5 @@ def test_an_older_than_past_the_calendar_expires_nothing(
     assert saver.list_threads() == ["old"]
     assert Retention(older_than=older_than).older_than == older_than
     for bad in (math.nan, -1, -math.inf):
-        with pytest.raises(ss.InvalidArgumentError, match="older_than"):
+        with pytest.raises(swarmstate.InvalidArgumentError, match="older_than"):
             saver.retain(older_than=bad)

@@ -18,11 +18,11 @@ from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.cli import main
 from swarmstate.integrations.langgraph import SwarmStateSaver, keys
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 def cfg(thread_id: str, **extra: Any) -> Any:
@@ -115,7 +115,7 @@ def _fill(saver: Any, thread: str, turns: int) -> Any:
     return graph
 
 
-def _drop_chunks(store: ss.BaseStore, thread: str) -> None:
+def _drop_chunks(store: swarmstate.BaseStore, thread: str) -> None:
     """Delete every chunk row of a thread, through the store's own API."""
     namespace = keys.chunks(thread)
     rows = store.keys(namespace)
@@ -140,15 +140,15 @@ def test_a_delta_channel_whose_seed_chunks_are_missing_raises_on_every_read(
     reader = SwarmStateSaver(store)  # nothing cached: what the store holds
     graph = _delta_graph(reader)
     assert reader.verify(["d"]), "verify sees the damage"
-    with pytest.raises(ss.CorruptDataError, match="'items'"):
+    with pytest.raises(swarmstate.CorruptDataError, match="'items'"):
         graph.get_state(cfg("d"))
-    with pytest.raises(ss.CorruptDataError, match="'items'"):
+    with pytest.raises(swarmstate.CorruptDataError, match="'items'"):
         reader.get_delta_channel_history(config=cfg("d"), channels=["items"])
-    with pytest.raises(ss.CorruptDataError):
+    with pytest.raises(swarmstate.CorruptDataError):
         list(graph.get_state_history(cfg("d")))
-    with pytest.raises(ss.CorruptDataError):
+    with pytest.raises(swarmstate.CorruptDataError):
         reader.get_tuple(holders[0].config)
-    with pytest.raises(ss.CorruptDataError):
+    with pytest.raises(swarmstate.CorruptDataError):
         list(reader.list(cfg("d")))
 
 
@@ -159,7 +159,7 @@ async def test_a_delta_channel_whose_seed_chunks_are_missing_raises_when_read_as
     _fill(SwarmStateSaver(store), "d", 7)
     _drop_chunks(store, "d")
     graph = _delta_graph(SwarmStateSaver(store))
-    with pytest.raises(ss.CorruptDataError, match="'items'"):
+    with pytest.raises(swarmstate.CorruptDataError, match="'items'"):
         await graph.aget_state(cfg("d"))
 
 
@@ -167,7 +167,7 @@ async def test_a_delta_channel_whose_seed_chunks_are_missing_raises_when_read_as
 def test_show_reports_a_delta_channel_whose_seed_chunks_are_missing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest, capsys: Any
 ) -> None:
-    store: ss.BaseStore
+    store: swarmstate.BaseStore
     if backend == "disk":
         from swarmstate.backends.disk import DiskStore
 
@@ -194,20 +194,20 @@ def test_show_reports_a_delta_channel_whose_seed_chunks_are_missing(
 @pytest.fixture(params=["memory", "disk", "postgres"])
 def handles(
     request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Callable[[type | None], ss.BaseStore]]:
+) -> Iterator[Callable[[type | None], swarmstate.BaseStore]]:
     """``open(cls=None)``: another handle on one store (of ``cls``, a subclass of the backend's).
 
     On memory every handle is the one ``Store``; on a file, another ``DiskStore``
     of the same path; on PostgreSQL, another ``PostgresStore`` of the same schema.
     """
-    opened: list[ss.BaseStore] = []
+    opened: list[swarmstate.BaseStore] = []
     shared: dict[str, Any] = {}
 
-    def open_handle(cls: type | None = None) -> ss.BaseStore:
+    def open_handle(cls: type | None = None) -> swarmstate.BaseStore:
         store: Any
         if request.param == "memory":
             if "store" not in shared:
-                shared["store"] = (cls or ss.Store)()
+                shared["store"] = (cls or swarmstate.Store)()
             return shared["store"]  # type: ignore[no-any-return]
         if request.param == "disk":
             from swarmstate.backends.disk import DiskStore
@@ -249,7 +249,7 @@ def test_a_state_history_read_during_retention_never_returns_a_checkpoint_emptie
     kept = {t.checkpoint["id"] for t in SwarmStateSaver(handles()).list(cfg("d"))}
     # A checkpoint deleted after it was listed cannot be rebuilt: the read says
     # so instead of returning it with its DeltaChannel short.
-    with pytest.raises(ss.CheckpointDeletedError, match="deleted after it was read"):
+    with pytest.raises(swarmstate.CheckpointDeletedError, match="deleted after it was read"):
         seen.extend(states)
     assert len(seen) > 1
     for state in seen:
@@ -283,7 +283,7 @@ def test_a_checkpoint_read_between_retentions_batches_is_whole_or_reported_delet
     from swarmstate.integrations.langgraph.retention import BATCH
 
     if handles.backend == "memory":
-        base: type = ss.Store
+        base: type = swarmstate.Store
     elif handles.backend == "disk":
         from swarmstate.backends.disk import DiskStore
 
@@ -308,7 +308,7 @@ def test_a_checkpoint_read_between_retentions_batches_is_whole_or_reported_delet
         for state in states:
             try:
                 got = reader.get_state(state.config)
-            except ss.CheckpointDeletedError:
+            except swarmstate.CheckpointDeletedError:
                 checked.append("deleted")
                 continue
             if got.metadata is None:

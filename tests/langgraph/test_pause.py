@@ -19,10 +19,8 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import pause as P
+import swarmstate
+from swarmstate.integrations.langgraph import SwarmStateSaver, keys, pause
 from swarmstate.integrations.langgraph.pause import collector_held
 
 
@@ -34,7 +32,7 @@ class Chat(TypedDict):
     messages: Annotated[list[AnyMessage], DeltaChannel(_fold, snapshot_frequency=4)]
 
 
-class WatchedStore(ss.Store):
+class WatchedStore(swarmstate.Store):
     """A store that notes whether the collector was on at each of its reads."""
 
     def __init__(self) -> None:
@@ -90,14 +88,14 @@ def test_a_delta_history_read_runs_with_the_collector_off_and_turns_it_back_on()
 
 
 def test_the_collector_is_back_on_when_a_delta_history_read_raises() -> None:
-    saver = SwarmStateSaver(ss.Store())
+    saver = SwarmStateSaver(swarmstate.Store())
     configs = _chat(saver, 3)
     parent = saver.get_tuple(configs[0])
     assert parent is not None
     assert parent.parent_config is not None
-    damaged = K.checkpoint_key(parent.parent_config["configurable"]["checkpoint_id"])
-    saver.store.set_many([(K.scope("t", ""), damaged, b"\xc1")], raw=True)
-    with pytest.raises(ss.CorruptDataError):
+    damaged = keys.checkpoint_key(parent.parent_config["configurable"]["checkpoint_id"])
+    saver.store.set_many([(keys.scope("t", ""), damaged, b"\xc1")], raw=True)
+    with pytest.raises(swarmstate.CorruptDataError):
         SwarmStateSaver(saver.store).get_delta_channel_history(
             config=configs[0], channels=["messages"]
         )
@@ -105,7 +103,7 @@ def test_the_collector_is_back_on_when_a_delta_history_read_raises() -> None:
 
 
 def test_the_async_read_turns_the_collector_back_on() -> None:
-    saver = SwarmStateSaver(ss.Store())
+    saver = SwarmStateSaver(swarmstate.Store())
     configs = _chat(saver, 3)
     found = asyncio.run(saver.aget_delta_channel_history(config=configs[0], channels=["messages"]))
     assert found == saver.get_delta_channel_history(config=configs[0], channels=["messages"])
@@ -113,7 +111,7 @@ def test_the_async_read_turns_the_collector_back_on() -> None:
 
 
 def test_a_collector_turned_off_by_its_owner_stays_off() -> None:
-    saver = SwarmStateSaver(ss.Store())
+    saver = SwarmStateSaver(swarmstate.Store())
     configs = _chat(saver, 3)
     gc.disable()
     saver.get_delta_channel_history(config=configs[0], channels=["messages"])
@@ -153,7 +151,7 @@ def test_overlapping_holds_turn_the_collector_back_on_when_the_last_one_ends() -
 
 def _steps() -> list[tuple[Any, int]]:
     """Every line of the hold's code: (code object, line number)."""
-    codes = [collector_held.__wrapped__.__code__, P._enter.__code__, P._leave.__code__]  # type: ignore[attr-defined]
+    codes = [collector_held.__wrapped__.__code__, pause._enter.__code__, pause._leave.__code__]  # type: ignore[attr-defined]
     return [
         (code, line) for code in codes for line in sorted({n for *_, n in code.co_lines() if n})
     ]
@@ -182,15 +180,15 @@ def test_an_interrupt_at_any_step_leaves_no_hold_and_the_collector_as_it_was(at:
         pass
     finally:
         sys.settrace(None)
-    assert not P._holds, "no hold is left behind"
+    assert not pause._holds, "no hold is left behind"
     with collector_held():  # the next hold ends whatever the interrupted one left
         pass
     assert gc.isenabled()
-    assert not P._holds
+    assert not pause._holds
 
 
 def test_reads_that_overlap_without_a_break_still_collect(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(P, "LONGEST", 0.0)
+    monkeypatch.setattr(pause, "LONGEST", 0.0)
     holding, done = threading.Event(), threading.Event()
 
     def hold() -> None:

@@ -19,13 +19,12 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 from test_sharing import assert_every_item_is_needed, chat_graph, everything, talk
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver, keys
 from swarmstate.integrations.langgraph.guard import GUARDS
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 DAY = datetime.timedelta(days=1)
 
 
@@ -93,7 +92,7 @@ def test_keep_last_keeps_exactly_the_newest_n_of_every_namespace(make_store: Mak
     assert_every_item_is_needed(saver, "s")
 
 
-def footprint(store: ss.BaseStore, contents: dict[str, list[tuple[str, bytes]]]) -> int:
+def footprint(store: swarmstate.BaseStore, contents: dict[str, list[tuple[str, bytes]]]) -> int:
     """What ``contents`` occupies in ``store``, by the measure retention reports."""
     return sum(
         store.footprint(ns, key, len(value))
@@ -145,7 +144,7 @@ def test_a_dry_run_changes_nothing_and_reports_what_the_real_run_does(
         footprint(store, contents) - footprint(store, now_stored())
         == done.bytes_freed + done_a.bytes_freed
     )
-    assert store.namespaces(K.thread_prefix("b")) == []
+    assert store.namespaces(keys.thread_prefix("b")) == []
     assert len(list(saver.list(cfg("a")))) == 2
 
 
@@ -194,11 +193,11 @@ def test_older_than_deletes_only_threads_idle_that_long(make_store: MakeStore) -
     assert saver.list_threads() == ["busy"]
     assert (report.threads_examined, report.threads_deleted) == (2, 1)
     assert saver.retain(older_than=2 * 3600.0, now=now).threads_deleted == 0
-    with pytest.raises(ss.InvalidArgumentError, match="older_than"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="older_than"):
         saver.retain(older_than=-1)
-    with pytest.raises(ss.InvalidArgumentError, match="keep_last"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="keep_last"):
         saver.retain(keep_last=0)
-    with pytest.raises(ss.InvalidArgumentError, match="aware"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="aware"):
         saver.retain(older_than=1, now=datetime.datetime(2026, 1, 1))
 
 
@@ -286,11 +285,11 @@ def test_a_policy_at_construction_applies_as_the_graph_writes(make_store: MakeSt
     kept = len(list(saver.list(cfg("p"))))
     assert 4 <= kept < 4 + 10
     assert graph.get_state(cfg("p")).values["messages"][-1].id == "ai-23"
-    with pytest.raises(ss.InvalidArgumentError, match="keep_last, older_than"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="keep_last, older_than"):
         Retention()
-    with pytest.raises(ss.InvalidArgumentError, match="every"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="every"):
         Retention(keep_last=1, every=0)
-    with pytest.raises(ss.InvalidArgumentError, match="retention"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="retention"):
         SwarmStateSaver(retention={"keep_last": 1})  # type: ignore[arg-type]
 
 
@@ -314,7 +313,7 @@ def test_progress_is_called_once_per_thread_in_order(make_store: MakeStore) -> N
     seen.clear()
     saver.retain(keep_last=1, thread_ids=["b", "a", "b"], progress=lambda *p: seen.append(p))
     assert seen == [(1, 2), (2, 2)]
-    with pytest.raises(ss.InvalidArgumentError, match="progress"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="progress"):
         saver.retain(keep_last=1, progress=3)  # type: ignore[arg-type]
 
 
@@ -366,12 +365,12 @@ def test_prune_refuses_one_bare_id_and_deletes_nothing(make_store: MakeStore, ba
     for thread in ["t", "1", "0", "t10"]:
         talk(graph, thread, 1)
     before = everything(saver)
-    with pytest.raises(ss.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
         saver.prune(bare, strategy="delete")
-    with pytest.raises(ss.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match=r"prune\(\[b?'t10'\]\)"):
         asyncio.run(saver.aprune(bare, strategy="delete"))
     with pytest.raises(
-        ss.InvalidArgumentError, match=r"not one str: pass delete_for_runs\(\[.r1.\]\)"
+        swarmstate.InvalidArgumentError, match=r"not one str: pass delete_for_runs\(\[.r1.\]\)"
     ):
         saver.delete_for_runs("r1")
     assert everything(saver) == before

@@ -17,12 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-import swarmstate as ss
-from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
+import swarmstate
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 
 class Chat(TypedDict, total=False):
@@ -65,11 +63,11 @@ def everything(saver: SwarmStateSaver) -> list[Any]:
     return [(t.config, t.checkpoint, t.metadata, t.pending_writes) for t in fresh.list(None)]
 
 
-def thread_items(store: ss.BaseStore, thread: str) -> list[tuple[str, str]]:
+def thread_items(store: swarmstate.BaseStore, thread: str) -> list[tuple[str, str]]:
     """The stored chunks (and earlier-layout values and segments) of a thread."""
     pairs = []
-    for ns in store.namespaces(K.thread_prefix(thread)):
-        if ns.endswith((K.VALUES, K.SEGMENTS, K.CHUNKS)):
+    for ns in store.namespaces(keys.thread_prefix(thread)):
+        if ns.endswith((keys.VALUES, keys.SEGMENTS, keys.CHUNKS)):
             pairs.extend((ns, key) for key in store.keys(ns))
     return pairs
 
@@ -90,7 +88,7 @@ def assert_every_item_is_needed(saver: SwarmStateSaver, thread: str) -> None:
         store.delete(ns, key)
         try:
             broken = everything(saver) != expected
-        except ss.CorruptDataError:
+        except swarmstate.CorruptDataError:
             broken = True
         store.restore(before)
         assert broken, f"{key!r} in {ns!r} is referenced by no checkpoint"
@@ -104,7 +102,7 @@ def test_a_growing_conversation_stores_each_message_about_once(make_store: MakeS
         talk(chat_graph(saver), "grow", 40)
     stored = sum(
         len(value)
-        for ns in ours.store.namespaces(K.thread_prefix("grow"))
+        for ns in ours.store.namespaces(keys.thread_prefix("grow"))
         for _, value in ours.store.items(ns, raw=True)
     )
     # The reference keeps every version of the list whole: 80 versions of up to
@@ -153,7 +151,7 @@ def test_delete_thread_leaves_nothing_of_it(make_store: MakeStore) -> None:
     talk(graph, "gone", 6)
     talk(graph, "stays", 2)
     saver.delete_thread("gone")
-    assert saver.store.namespaces(K.thread_prefix("gone")) == []
+    assert saver.store.namespaces(keys.thread_prefix("gone")) == []
     assert graph.get_state(cfg("stays")).values["messages"]
 
 
@@ -246,7 +244,7 @@ def test_a_thread_in_the_earlier_layout_is_read_and_extended(make_store: MakeSto
     assert kind == "msgpack"
     assert data[0] == 0x94
     saver.store.set_many(
-        [(K.scope("old", ""), K.checkpoint_key(checkpoint["id"]), bytes(data))], raw=True
+        [(keys.scope("old", ""), keys.checkpoint_key(checkpoint["id"]), bytes(data))], raw=True
     )
     builder = StateGraph(Steps)
     builder.add_node("a", lambda s: {"steps": ["new"]})
@@ -383,34 +381,38 @@ def test_a_damaged_checkpoint_entry_raises_corrupt_data_naming_it(
     talk(graph, "bad", 2)
     latest = saver.get_tuple(cfg("bad"))
     assert latest is not None
-    key = K.checkpoint_key(latest.checkpoint["id"])
-    saver.store.set_many([(K.scope("bad", ""), key, damage)], raw=True)
-    with pytest.raises(ss.CorruptDataError, match=latest.checkpoint["id"]) as caught:
+    key = keys.checkpoint_key(latest.checkpoint["id"])
+    saver.store.set_many([(keys.scope("bad", ""), key, damage)], raw=True)
+    with pytest.raises(swarmstate.CorruptDataError, match=latest.checkpoint["id"]) as caught:
         SwarmStateSaver(saver.store).get_tuple(cfg("bad"))
     assert "'bad'" in str(caught.value)
-    with pytest.raises(ss.CorruptDataError):
+    with pytest.raises(swarmstate.CorruptDataError):
         list(SwarmStateSaver(saver.store).list(None))
 
 
 def test_a_missing_chunk_raises_corrupt_data_naming_the_channel(make_store: MakeStore) -> None:
     saver = SwarmStateSaver(make_store())
     talk(chat_graph(saver), "seg", 6)
-    latest = saver.store.items(K.scope("seg", ""), reverse=True, limit=1, raw=True)[0][1]
-    form = E.decode(saver.serde, latest).forms["messages"]  # type: ignore[index]
+    latest = saver.store.items(keys.scope("seg", ""), reverse=True, limit=1, raw=True)[0][1]
+    form = entry.decode(saver.serde, latest).forms["messages"]  # type: ignore[index]
     chunk = next(part[0] for part in form[3] if type(part) is list)
-    saver.store.delete(K.chunks("seg"), chunk)
-    with pytest.raises(ss.CorruptDataError, match="messages"):
+    saver.store.delete(keys.chunks("seg"), chunk)
+    with pytest.raises(swarmstate.CorruptDataError, match="messages"):
         list(SwarmStateSaver(saver.store).list(cfg("seg")))
 
 
-def _stored_entries(store: ss.BaseStore, thread: str) -> list[bytes]:
-    ns = K.scope(thread, "")
-    return [v for key, v in store.items(ns, raw=True) if key[-1] == K.CHECKPOINT]
+def _stored_entries(store: swarmstate.BaseStore, thread: str) -> list[bytes]:
+    ns = keys.scope(thread, "")
+    return [v for key, v in store.items(ns, raw=True) if key[-1] == keys.CHECKPOINT]
 
 
-def _stored_writes(store: ss.BaseStore, thread: str) -> list[tuple[str, list[Any]]]:
-    ns = K.scope(thread, "")
-    return [(key, ss.loads(v)) for key, v in store.items(ns, raw=True) if key[-1] != K.CHECKPOINT]
+def _stored_writes(store: swarmstate.BaseStore, thread: str) -> list[tuple[str, list[Any]]]:
+    ns = keys.scope(thread, "")
+    return [
+        (key, swarmstate.loads(v))
+        for key, v in store.items(ns, raw=True)
+        if key[-1] != keys.CHECKPOINT
+    ]
 
 
 def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
@@ -425,7 +427,7 @@ def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
     assert {layout[:1] for layout in _stored_entries(ours.store, "zip")} == {b"\x93"}, (
         "every checkpoint entry is stored deflated"
     )
-    chunks = [ss.loads(v) for _, v in ours.store.items(K.chunks("zip"), raw=True)]
+    chunks = [swarmstate.loads(v) for _, v in ours.store.items(keys.chunks("zip"), raw=True)]
     assert any(type(c) is list for c in chunks), "a chunk of messages is packed"
     # A saver that does not compress extends the thread: its rows and the
     # packed ones read back together, by either kind of saver.
@@ -452,8 +454,11 @@ def test_compressed_messages_read_back_exactly_and_any_saver_reads_them(
     assert sum(map(len, writes(reference))) >= 8
     # A copy re-tags each entry's metadata and keeps it stored as it was.
     ours.copy_thread("zip", "zip-copy")
-    layouts = sorted(entry[:1] for entry in _stored_entries(ours.store, "zip"))
-    assert sorted(entry[:1] for entry in _stored_entries(ours.store, "zip-copy")) == layouts
+    layouts = sorted(stored_entry[:1] for stored_entry in _stored_entries(ours.store, "zip"))
+    assert (
+        sorted(stored_entry[:1] for stored_entry in _stored_entries(ours.store, "zip-copy"))
+        == layouts
+    )
     copies = list(SwarmStateSaver(ours.store).list(cfg("zip-copy")))
     assert [t.checkpoint["channel_values"] for t in copies] == values(reference)
 
@@ -462,7 +467,7 @@ def test_compression_is_on_by_default_only_where_it_pays(make_store: MakeStore) 
     store = make_store()
     expected = type(store).__name__ == "PostgresStore"
     assert SwarmStateSaver(store).compress is expected
-    with pytest.raises(ss.InvalidArgumentError, match="compress"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="compress"):
         SwarmStateSaver(store, compress="yes")  # type: ignore[arg-type]
 
 
@@ -477,8 +482,8 @@ def test_a_damaged_compressed_write_raises_corrupt_data(make_store: MakeStore, d
         write[6] += 1
     else:
         write[6] = 2**64 - 1
-    saver.store.set(K.scope("zbad", ""), key, write)
-    with pytest.raises(ss.CorruptDataError, match="inflate"):
+    saver.store.set(keys.scope("zbad", ""), key, write)
+    with pytest.raises(swarmstate.CorruptDataError, match="inflate"):
         list(SwarmStateSaver(saver.store).list(cfg("zbad")))
 
 
@@ -486,11 +491,11 @@ def test_a_damaged_compressed_write_raises_corrupt_data(make_store: MakeStore, d
 def test_a_damaged_compressed_entry_raises_corrupt_data(make_store: MakeStore, damage: str) -> None:
     saver = SwarmStateSaver(make_store(), compress=True)
     talk(chat_graph(saver), "zent", 2)
-    ns = K.scope("zent", "")
+    ns = keys.scope("zent", "")
     key, stored = next(
-        (k, v) for k, v in saver.store.items(ns, raw=True, reverse=True) if k[-1] == K.CHECKPOINT
+        (k, v) for k, v in saver.store.items(ns, raw=True, reverse=True) if k[-1] == keys.CHECKPOINT
     )
-    envelope = ss.loads(stored)
+    envelope = swarmstate.loads(stored)
     assert stored[:1] == b"\x93"
     assert envelope[0] == 1
     if damage == "truncate":
@@ -500,7 +505,7 @@ def test_a_damaged_compressed_entry_raises_corrupt_data(make_store: MakeStore, d
     else:  # a compressed entry inside a compressed entry is no layout
         envelope = [1, zlib.compress(stored), len(stored)]
     saver.store.set(ns, key, envelope)
-    with pytest.raises(ss.CorruptDataError, match="inflate"):
+    with pytest.raises(swarmstate.CorruptDataError, match="inflate"):
         SwarmStateSaver(saver.store).get_tuple(cfg("zent"))
 
 
@@ -552,7 +557,7 @@ def test_a_file_written_by_the_previous_layout_is_read_and_extended(
         assert len(before[0][0]["messages"]) == 8
         # On every backend: moved there as stored bytes, then resumed and extended.
         store = make_store()
-        ss.transfer(old, store)
+        swarmstate.transfer(old, store)
     saver = SwarmStateSaver(store)
     graph = _previous_layout_graph(saver)
     assert [(s.values, s.next) for s in graph.get_state_history(cfg("chat"))] == before
@@ -584,7 +589,7 @@ def test_a_channel_version_of_another_type_is_refused_and_nothing_is_stored(
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"small": 1, "big": _text(4096)}
     checkpoint["channel_versions"] = {"small": version, "big": 1}
-    with pytest.raises(ss.InvalidArgumentError, match="channel 'small' has version"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="channel 'small' has version"):
         # "big" first: its entries are built before the bad version is met.
         saver.put(cfg("t"), checkpoint, {"source": "loop", "step": 1}, {"big": 1, "small": version})
     assert saver.store.namespaces() == []
@@ -597,7 +602,7 @@ def test_a_none_value_is_stored_as_the_serializer_writes_it() -> None:
     """
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    plain = SwarmStateSaver(ss.Store())
+    plain = SwarmStateSaver(swarmstate.Store())
     assert plain._values.plain_none is plain.serde
     assert plain.serde.dumps_typed(None) == ("null", b"")
 
@@ -610,7 +615,7 @@ def test_a_none_value_is_stored_as_the_serializer_writes_it() -> None:
                 return "null", b""
             return super().dumps_typed(obj)
 
-    counted = SwarmStateSaver(ss.Store(), serde=Counting())
+    counted = SwarmStateSaver(swarmstate.Store(), serde=Counting())
     assert counted._values.plain_none is None
     for saver in (plain, counted):
         checkpoint = empty_checkpoint()

@@ -5,30 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 import ormsgpack
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph import sharing
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 
-items = st.one_of(
-    st.integers(-(2**40), 2**40),
-    st.text(max_size=30),
-    st.integers(30, 90).map(lambda n: "lorem ipsum " * n),
-    st.binary(max_size=20),
-    st.none(),
-    st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3),
+items = strategies.one_of(
+    strategies.integers(-(2**40), 2**40),
+    strategies.text(max_size=30),
+    strategies.integers(30, 90).map(lambda n: "lorem ipsum " * n),
+    strategies.binary(max_size=20),
+    strategies.none(),
+    strategies.dictionaries(
+        strategies.text(max_size=5), strategies.integers(-(2**40), 2**40), max_size=3
+    ),
 )
 
 # An edit script: each step turns the previous value into the next one.
-edits = st.lists(
-    st.tuples(
-        st.sampled_from(
+edits = strategies.lists(
+    strategies.tuples(
+        strategies.sampled_from(
             ["append", "extend", "edit", "remove", "insert", "clear", "trim", "slide", "swap"]
         ),
-        st.integers(0, 1000),
+        strategies.integers(0, 1000),
         items,
     ),
     min_size=1,
@@ -61,13 +62,13 @@ def _apply(current: list[Any], op: str, where: int, item: Any) -> list[Any]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(script=edits, shape=st.sampled_from(["list", "dict", "text"]))
+@given(script=edits, shape=strategies.sampled_from(["list", "dict", "text"]))
 def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
     script: list[tuple[str, int, Any]], shape: str
 ) -> None:
     chunks: dict[str, bytes] = {}
-    versions: list[S.Version] = []
-    base: S.Version | None = None
+    versions: list[sharing.Version] = []
+    base: sharing.Version | None = None
     current: list[Any] = []
     for op, where, item in script:
         current = _apply(current, op, where, item)
@@ -77,28 +78,28 @@ def test_every_version_reads_back_byte_for_byte_and_old_versions_stay_readable(
         elif shape == "text":
             value = " ".join(map(repr, current))
         data = ormsgpack.packb(value)
-        made, new = S.whole(data) if base is None else S.share(data, base)
+        made, new = sharing.whole(data) if base is None else sharing.share(data, base)
         for key, chunk in new:
             assert key not in chunks, "chunk keys are never reused"
             chunks[key] = chunk
-        assert {key for key, _ in new} <= set(S.chunk_keys(made.parts))
+        assert {key for key, _ in new} <= set(sharing.chunk_keys(made.parts))
         assert made.data == data
         assert made.ends[-1] == len(data)
-        assert len(made.parts) <= S.MAX_PARTS
+        assert len(made.parts) <= sharing.MAX_PARTS
         versions.append(made)
         base = made
     # Every version, from the chunks alone, is the serializer's bytes again.
     for made in versions:
-        assert S.assemble(made.parts, chunks) == made.data
+        assert sharing.assemble(made.parts, chunks) == made.data
 
 
-def _written(values: list[Any]) -> tuple[int, int, S.Version]:
+def _written(values: list[Any]) -> tuple[int, int, sharing.Version]:
     """Bytes of new chunks and of all versions whole, storing ``values`` one after another."""
-    base: S.Version | None = None
+    base: sharing.Version | None = None
     written = whole = 0
     for value in values:
         data = ormsgpack.packb(value)
-        base, new = S.whole(data) if base is None else S.share(data, base)
+        base, new = sharing.whole(data) if base is None else sharing.share(data, base)
         written += sum(len(chunk) for _, chunk in new)
         whole += len(data)
     assert base is not None
@@ -116,7 +117,7 @@ def test_appending_writes_about_the_new_items_and_reads_stay_short() -> None:
         current = [*current, {"i": i, "text": _text(i, i % 12)}]
         versions.append(current)
     written, _, last = _written(versions)
-    assert len(last.parts) <= S.MAX_PARTS
+    assert len(last.parts) <= sharing.MAX_PARTS
     # Each byte is rewritten about once per tier (log_16 of the size, amortized).
     assert written < 5 * len(last.data)
 
@@ -162,18 +163,18 @@ def test_a_text_rewritten_at_both_ends_writes_about_the_ends() -> None:
 def test_a_value_that_shares_nothing_is_one_new_chunk() -> None:
     first = ormsgpack.packb([_text(i) for i in range(20)])
     second = ormsgpack.packb([_text(100 + i) for i in range(20)])
-    base, _ = S.whole(first)
-    _made, new = S.share(second, base)
+    base, _ = sharing.whole(first)
+    _made, new = sharing.share(second, base)
     assert len(new) == 1
     assert len(new[0][1]) >= len(second) - 8  # all of it, but maybe a header
 
 
 def test_a_match_is_only_ever_equal_bytes() -> None:
     # Repeated content must not make a run of bytes that differ.
-    base, chunks = S.whole(ormsgpack.packb(["same text " * 20] * 30))
+    base, chunks = sharing.whole(ormsgpack.packb(["same text " * 20] * 30))
     data = ormsgpack.packb(["same text " * 20] * 29 + ["other"] + ["same text " * 20])
-    made, new = S.share(data, base)
-    assert S.assemble(made.parts, dict(chunks + new)) == data
+    made, new = sharing.share(data, base)
+    assert sharing.assemble(made.parts, dict(chunks + new)) == data
 
 
 def _messages(n: int) -> list[Any]:

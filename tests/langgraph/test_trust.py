@@ -41,12 +41,11 @@ from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Send, interrupt
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import SwarmStateSaver, keys, strict_serializer
 
-MakeStore = Callable[[], ss.BaseStore]
+MakeStore = Callable[[], swarmstate.BaseStore]
 
 EXT_CONSTRUCTOR_POS_ARGS = 1  # LangGraph's msgpack extension: module, name, positional args
 
@@ -86,7 +85,7 @@ def placeholder_for(planted: bytes) -> tuple[str, bytes]:
     return text, packed
 
 
-def write_placeholder(store: ss.BaseStore, marker: Path) -> tuple[bytes, bytes]:
+def write_placeholder(store: swarmstate.BaseStore, marker: Path) -> tuple[bytes, bytes]:
     """A real graph writes a value of the planted size; returns (its bytes, the planted bytes)."""
     planted = popen_value(marker)
     text, packed = placeholder_for(planted)
@@ -96,18 +95,18 @@ def write_placeholder(store: ss.BaseStore, marker: Path) -> tuple[bytes, bytes]:
     return packed, planted
 
 
-def plant_through_the_store(store: ss.BaseStore, marker: Path) -> None:
+def plant_through_the_store(store: swarmstate.BaseStore, marker: Path) -> None:
     """The record row and the value, written with the store's own API."""
     packed, planted = write_placeholder(store, marker)
     replaced = 0
-    for namespace in store.namespaces(K.ROOT):
+    for namespace in store.namespaces(keys.ROOT):
         rows = store.items(namespace, raw=True)
         changed = [(namespace, key, v.replace(packed, planted)) for key, v in rows if packed in v]
         replaced += len(changed)
         if changed:
             store.set_many(changed, raw=True)
     assert replaced
-    store.set(K.TYPES, K.field("subprocess") + K.field("Popen"), None)
+    store.set(keys.TYPES, keys.field("subprocess") + keys.field("Popen"), None)
 
 
 def plant_with_sql(path: Path, marker: Path) -> None:
@@ -128,7 +127,7 @@ def plant_with_sql(path: Path, marker: Path) -> None:
         assert replaced
         db.execute(
             "INSERT INTO entries (ns, key, ended, size, value) VALUES (?, ?, NULL, 1, ?)",
-            (K.TYPES, K.field("subprocess") + K.field("Popen"), ss.dumps(None)),
+            (keys.TYPES, keys.field("subprocess") + keys.field("Popen"), swarmstate.dumps(None)),
         )
         db.commit()
     finally:
@@ -140,7 +139,7 @@ def assert_nothing_ran(marker: Path, who: str) -> None:
     assert not marker.exists(), f"{who} ran the planted command"
 
 
-def read_with_fresh_savers(store: ss.BaseStore, marker: Path) -> None:
+def read_with_fresh_savers(store: swarmstate.BaseStore, marker: Path) -> None:
     found = SwarmStateSaver(store).get_tuple(cfg("t"))
     assert_nothing_ran(marker, "get_tuple")
     assert found is not None
@@ -175,7 +174,7 @@ def test_a_type_row_planted_with_sql_runs_nothing(tmp_path: Path) -> None:
     path = tmp_path / "planted.db"
     plant_with_sql(path, marker)
     with DiskStore(path) as store:
-        assert store.keys(K.TYPES)  # the planted row is there, as an old store's would be
+        assert store.keys(keys.TYPES)  # the planted row is there, as an old store's would be
         read_with_fresh_savers(store, marker)
     read_with_every_command([str(path)], marker)
 
@@ -321,7 +320,7 @@ def test_a_class_whose_first_write_was_refused_revives_after_a_later_accepted_wr
     graph = holding_graph(saver)
     stale = saver.claim("w", ttl=30)
     saver.claim("w", ttl=30)  # another worker's claim fences the first
-    with pytest.raises(ss.FencedError):
+    with pytest.raises(swarmstate.FencedError):
         graph.invoke({"item": Refused("first")}, cfg("w", fence=stale), durability="sync")
     reference = holding_graph(InMemorySaver())
     for each in (graph, reference):
@@ -596,9 +595,9 @@ def test_langchain_classes_and_task_results_revive_in_the_writing_process(
 
 @pytest.mark.parametrize("allow", ["Ticket", [42], [("module",)], [("module", "")]])
 def test_allow_must_name_classes(allow: Any) -> None:
-    with pytest.raises(ss.InvalidArgumentError, match="allow"):
-        SwarmStateSaver(ss.Store(), allow=allow)
-    with pytest.raises(ss.InvalidArgumentError, match="allow"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="allow"):
+        SwarmStateSaver(swarmstate.Store(), allow=allow)
+    with pytest.raises(swarmstate.InvalidArgumentError, match="allow"):
         strict_serializer(allow=allow)
 
 
@@ -643,12 +642,12 @@ def test_a_models_computed_field_is_walked_as_the_serializer_writes_it() -> None
 
 
 def test_a_planted_class_name_is_logged_escaped(caplog: pytest.LogCaptureFixture) -> None:
-    store = ss.Store()
+    store = swarmstate.Store()
     planted = ormsgpack.packb(("evil\x1b[2J", "Name\nforged line", {"a": 1}))
     extension = ormsgpack.packb(ormsgpack.Ext(2, planted))  # constructor with keyword args
     text, packed = placeholder_for(extension)
     plain_graph(SwarmStateSaver(store, compress=False), text).invoke({}, cfg("t"))
-    for namespace in store.namespaces(K.ROOT):
+    for namespace in store.namespaces(keys.ROOT):
         rows = store.items(namespace, raw=True)
         changed = [(namespace, k, v.replace(packed, extension)) for k, v in rows if packed in v]
         if changed:

@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 BACKENDS = ["disk", "postgres"]
@@ -53,7 +53,7 @@ def slow_graph(saver: Any, gate: Any = None, reached: Any = None) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def open_store(where: dict[str, str]) -> ss.BaseStore:
+def open_store(where: dict[str, str]) -> swarmstate.BaseStore:
     if "path" in where:
         from swarmstate.backends.disk import DiskStore
 
@@ -70,7 +70,7 @@ def _worker(where: dict[str, str], config: Any, gate: Any, reached: Any, out: An
         graph = slow_graph(SwarmStateSaver(store), gate, reached)
         graph.invoke({"steps": []}, config, durability="sync")
         out.put(("finished", ""))
-    except ss.SwarmStateError as exc:
+    except swarmstate.SwarmStateError as exc:
         out.put((type(exc).__name__, str(exc)))
     except BaseException as exc:  # reported to the test
         out.put(("unexpected", repr(exc)))
@@ -161,16 +161,16 @@ def _put(saver: SwarmStateSaver, thread: str, parent: str | None = None, **conf:
 
 
 def test_unfenced_writes_to_a_claimed_thread_wait_for_release_or_ttl(
-    make_store: Callable[[], ss.BaseStore],
+    make_store: Callable[[], swarmstate.BaseStore],
 ) -> None:
     saver = SwarmStateSaver(make_store())
     clock = [1_000.0]
     saver._guards.clock = lambda: clock[0]  # the claim's ttl, without sleeping
     parent = _put(saver, "t")  # a thread never claimed: no token needed
     token = saver.claim("t", ttl=30)
-    with pytest.raises(ss.FencedError, match="is claimed"):
+    with pytest.raises(swarmstate.FencedError, match="is claimed"):
         _put(saver, "t", parent)
-    with pytest.raises(ss.FencedError, match="is claimed"):
+    with pytest.raises(swarmstate.FencedError, match="is claimed"):
         saver.put_writes(cfg("t", checkpoint_id=parent), [("steps", ["x"])], "task")
     fenced = _put(saver, "t", parent, fence=token)
     assert saver.release("t", token)
@@ -178,37 +178,37 @@ def test_unfenced_writes_to_a_claimed_thread_wait_for_release_or_ttl(
     newer = saver.claim("t", ttl=30)
     clock[0] += 31  # the claim's ttl passed
     _put(saver, "t", fenced)
-    with pytest.raises(ss.FencedError, match="claimed again"):
+    with pytest.raises(swarmstate.FencedError, match="claimed again"):
         _put(saver, "t", fenced, fence=token)  # an older token stays refused
     _put(saver, "t", fenced, fence=newer)
-    with pytest.raises(ss.FencedError, match="never issued"):
+    with pytest.raises(swarmstate.FencedError, match="never issued"):
         _put(saver, "t", fenced, fence=newer + 5)
-    with pytest.raises(ss.InvalidArgumentError, match="fence"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="fence"):
         _put(saver, "t", fenced, fence="7")
     assert not saver.release("t", token)  # not the newest claim: nothing changes
-    with pytest.raises(ss.InvalidArgumentError, match="ttl"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="ttl"):
         saver.claim("t", ttl=0)
 
 
 def test_a_put_with_no_parent_restarts_a_deleted_thread_and_late_writes_stay_refused(
-    make_store: Callable[[], ss.BaseStore],
+    make_store: Callable[[], swarmstate.BaseStore],
 ) -> None:
     saver = SwarmStateSaver(make_store())
     old = _put(saver, "t")
     saver.delete_thread("t")
-    with pytest.raises(ss.ThreadDeletedError):
+    with pytest.raises(swarmstate.ThreadDeletedError):
         _put(saver, "t", old)
-    with pytest.raises(ss.ThreadDeletedError):
+    with pytest.raises(swarmstate.ThreadDeletedError):
         saver.put_writes(cfg("t", checkpoint_id=old), [("steps", ["late"])], "task")
     assert saver.list_threads() == []
     fresh = _put(saver, "t")
     _put(saver, "t", fresh)  # the new incarnation goes on
     assert len(list(saver.list(cfg("t")))) == 2
-    with pytest.raises(ss.ThreadDeletedError):
+    with pytest.raises(swarmstate.ThreadDeletedError):
         _put(saver, "t", old)
 
 
-async def test_aclaim_and_arelease(make_store: Callable[[], ss.BaseStore]) -> None:
+async def test_aclaim_and_arelease(make_store: Callable[[], swarmstate.BaseStore]) -> None:
     saver = SwarmStateSaver(make_store())
     token = await saver.aclaim("a", ttl=10)
     assert await saver.aclaim("a", ttl=10) == token + 1
@@ -216,7 +216,7 @@ async def test_aclaim_and_arelease(make_store: Callable[[], ss.BaseStore]) -> No
 
 
 def test_no_accepted_write_carries_a_token_older_than_the_newest_claim_before_it(
-    make_store: Callable[[], ss.BaseStore],
+    make_store: Callable[[], swarmstate.BaseStore],
 ) -> None:
     # Workers interleave claims, releases, puts (with their token, a stale one,
     # or none) and deletes, with no lock of the test's own. A claim is committed
@@ -248,7 +248,7 @@ def test_no_accepted_write_carries_a_token_older_than_the_newest_claim_before_it
                     started = time.monotonic()
                     try:
                         _put(saver, "t", parent, **({"fence": fence} if fence else {}))
-                    except (ss.FencedError, ss.ThreadDeletedError):
+                    except (swarmstate.FencedError, swarmstate.ThreadDeletedError):
                         refused[0] += 1
                         continue
                     if fence is not None:

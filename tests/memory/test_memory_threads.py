@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-import swarmstate as ss
+import swarmstate
 
 
 def run_threads(count: int, target: object) -> None:
@@ -16,7 +16,7 @@ def run_threads(count: int, target: object) -> None:
 
 
 def test_concurrent_writers_lose_nothing() -> None:
-    store = ss.Store()
+    store = swarmstate.Store()
     threads, writes = 8, 2_000
 
     def writer(i: int) -> None:
@@ -34,7 +34,7 @@ def test_concurrent_writers_lose_nothing() -> None:
 def test_concurrent_increments_of_one_counter_are_serializable_via_set_many() -> None:
     # An increment claims the counter's next value with an insert-or-ignore:
     # set_many(if_absent=True) returns 1 for exactly one of the racing writers.
-    store = ss.Store()
+    store = swarmstate.Store()
     threads, increments = 4, 500
     claimed: list[list[int]] = [[] for _ in range(threads)]
     barrier = threading.Barrier(threads)
@@ -59,7 +59,7 @@ def test_concurrent_increments_of_one_counter_are_serializable_via_set_many() ->
 
 
 def test_snapshots_taken_during_writes_stay_frozen() -> None:
-    store = ss.Store()
+    store = swarmstate.Store()
     stop = threading.Event()
 
     def writer(i: int) -> None:
@@ -83,11 +83,11 @@ def test_snapshots_taken_during_writes_stay_frozen() -> None:
     for snap, seen in taken:
         assert {k: snap.get(*k) for k in snap.keys} == seen
         assert snap.count == len(seen)
-        assert snap.size_bytes == sum(len(ss.dumps(v)) for v in seen.values())
+        assert snap.size_bytes == sum(len(swarmstate.dumps(v)) for v in seen.values())
 
 
 def test_lock_free_writers_racing_folds_leave_every_view_consistent() -> None:
-    store = ss.Store()
+    store = swarmstate.Store()
     stop = threading.Event()
 
     def writer(i: int) -> None:
@@ -120,7 +120,7 @@ def test_lock_free_writers_racing_folds_leave_every_view_consistent() -> None:
     current = {(ns, key): value for ns in store.namespaces() for key, value in store.items(ns)}
     assert sorted(current) == final.keys
     assert len(store) == len(current) == final.count
-    assert final.size_bytes == sum(len(ss.dumps(v)) for v in current.values())
+    assert final.size_bytes == sum(len(swarmstate.dumps(v)) for v in current.values())
     for (ns, key), value in current.items():
         assert store.get(ns, key) == value == final.get(ns, key)
     # Each writer's last operation on each key is what is stored.

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies
 
 from swarmstate.backends.memory.sorted_keys import CHUNK, SortedKeys
 
-KEYS = st.lists(st.text(max_size=3), max_size=4 * CHUNK, unique=True)
-BOUND = st.none() | st.text(max_size=3)
+KEYS = strategies.lists(strategies.text(max_size=3), max_size=4 * CHUNK, unique=True)
+BOUND = strategies.none() | strategies.text(max_size=3)
 
 
 @settings(max_examples=200)
-@given(KEYS, BOUND, BOUND, st.booleans(), st.none() | st.integers(0, 20))
+@given(KEYS, BOUND, BOUND, strategies.booleans(), strategies.none() | strategies.integers(0, 20))
 def test_range_matches_sorted_filter(
     keys: list[str], start: str | None, stop: str | None, reverse: bool, limit: int | None
 ) -> None:
@@ -28,7 +27,11 @@ def test_range_matches_sorted_filter(
 
 
 @settings(max_examples=200)
-@given(st.lists(st.tuples(st.booleans(), st.text(max_size=2)), max_size=6 * CHUNK))
+@given(
+    strategies.lists(
+        strategies.tuples(strategies.booleans(), strategies.text(max_size=2)), max_size=6 * CHUNK
+    )
+)
 def test_interleaved_adds_removes_and_reads_agree_with_a_set(
     ops: list[tuple[bool, str]],
 ) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from perf.gate import check
 
 pytestmark = pytest.mark.benchmark
@@ -71,8 +71,8 @@ def test_saver_put_in_memory_has_not_regressed_past_its_measured_ratio(benchmark
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     conversation = _conversation(1_700)
-    ours, peer = SwarmStateSaver(ss.Store()), InMemorySaver()
-    benchmark(_stepper(conversation, SwarmStateSaver(ss.Store()), "bench"), 0)
+    ours, peer = SwarmStateSaver(swarmstate.Store()), InMemorySaver()
+    benchmark(_stepper(conversation, SwarmStateSaver(swarmstate.Store()), "bench"), 0)
     result = check(
         _stepper(conversation, ours, "t"), _stepper(conversation, peer, "t"), budget=2.4, inner=100
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from perf.gate import check
 
 # About 20 µs per call: large enough that loop overhead does not blur the change.
@@ -13,11 +13,11 @@ NOISE_BUDGET = 1.3
 
 
 def real_op(i: int) -> object:
-    return ss.loads(ss.dumps(VALUE))
+    return swarmstate.loads(swarmstate.dumps(VALUE))
 
 
 def same_op_again(i: int) -> object:
-    return ss.loads(ss.dumps(VALUE))
+    return swarmstate.loads(swarmstate.dumps(VALUE))
 
 
 def slowed_op(i: int) -> object:

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.postgres import schema as pg_schema
 from tests.support.pg_releases import RELEASED
 from tests.support.pgserver import create_schema_at_version
@@ -84,7 +84,9 @@ def test_setup_brings_a_schema_of_each_earlier_version_to_the_schema_in_force(
     assert expected["functions"], "the new schema has no functions"
     assert _described(pg_conninfo, older) == expected
     # The migrated schema serves every kind of write and read.
-    migrated.set_many([("t/a", "k", 1)], ensure=[("idx", "k", 0)], require=[("g", "k", ss.ABSENT)])
+    migrated.set_many(
+        [("t/a", "k", 1)], ensure=[("idx", "k", 0)], require=[("g", "k", swarmstate.ABSENT)]
+    )
     before = migrated.snapshot()
     migrated.set("t/a", "k", 2)
     migrated.copy_prefix("t/", "u/")
@@ -93,13 +95,13 @@ def test_setup_brings_a_schema_of_each_earlier_version_to_the_schema_in_force(
     assert migrated.delete_prefix("t/") == 1
     assert migrated.items("idx") == [("k", 0)]
     done = migrated.write(
-        ss.Transaction(
-            conditions=[ss.Empty("t/a"), ss.Present("idx", "k")],
+        swarmstate.Transaction(
+            conditions=[swarmstate.Empty("t/a"), swarmstate.Present("idx", "k")],
             prefix_deletes=["idx"],
             sets=[("t/a", "k", 3)],
         )
     )
-    assert done == ss.WriteResult(written=1, deleted=1)
+    assert done == swarmstate.WriteResult(written=1, deleted=1)
 
 
 def test_every_earlier_version_has_the_statements_its_release_ran() -> None:

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from cli_support import run_cli
 
-import swarmstate as ss
+import swarmstate
 from swarmstate.backends.postgres import PostgresStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
@@ -56,7 +56,7 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def assert_hidden(call: Callable[[], Any]) -> BaseException:
-    with pytest.raises(ss.SwarmStateError) as info:
+    with pytest.raises(swarmstate.SwarmStateError) as info:
         call()
     for exc in chain(info.value):
         assert SECRET not in str(exc)

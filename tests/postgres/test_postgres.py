@@ -24,7 +24,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-import swarmstate as ss
+import swarmstate
 from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
@@ -63,7 +63,7 @@ def test_from_conn_string_opens_and_closes_its_pool(
         pool = store._session._pool
     assert pool is not None
     assert pool.closed
-    with pytest.raises(ss.StoreClosedError):
+    with pytest.raises(swarmstate.StoreClosedError):
         store.get("ns", "k")
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as again:
         assert again.get("ns", "k") == {"v": 1}
@@ -99,11 +99,11 @@ def test_a_pool_of_non_autocommit_dict_row_connections_still_works(
 
 
 def test_conninfo_or_pool_but_not_both_nor_neither(pg_conninfo: str) -> None:
-    with pytest.raises(ss.InvalidArgumentError, match="either conninfo or pool"):
+    with pytest.raises(swarmstate.InvalidArgumentError, match="either conninfo or pool"):
         PostgresStore()
     with (
         ConnectionPool(pg_conninfo, min_size=1, open=False) as pool,
-        pytest.raises(ss.InvalidArgumentError, match="either conninfo or pool"),
+        pytest.raises(swarmstate.InvalidArgumentError, match="either conninfo or pool"),
     ):
         PostgresStore(pg_conninfo, pool=pool)
 
@@ -111,7 +111,7 @@ def test_conninfo_or_pool_but_not_both_nor_neither(pg_conninfo: str) -> None:
 def test_using_a_schema_that_was_never_set_up_says_to_call_setup(pg_conninfo: str) -> None:
     with (
         PostgresStore.from_conn_string(pg_conninfo, schema="never_set_up") as store,
-        pytest.raises(ss.StorageError, match=r"setup\(\)"),
+        pytest.raises(swarmstate.StorageError, match=r"setup\(\)"),
     ):
         store.set("ns", "k", 1)
 
@@ -131,7 +131,7 @@ def test_tenants_in_separate_schemas_do_not_see_each_other(pg_store_factory: Any
     assert len(alice) == 1
     assert len(bob) == 0
     assert bob.snapshots() == []
-    with pytest.raises(ss.SnapshotError, match="another store"):
+    with pytest.raises(swarmstate.SnapshotError, match="another store"):
         bob.restore(snap)
 
 
@@ -195,7 +195,7 @@ def test_setup_inside_a_caller_transaction_commits_or_rolls_back_with_it(
             store.setup(conn)
             store.setup(conn)  # idempotent within the same transaction too
             conn.rollback()
-        with pytest.raises(ss.StorageError, match=r"setup\(\)"):
+        with pytest.raises(swarmstate.StorageError, match=r"setup\(\)"):
             store.get("ns", "k")
         try:
             with psycopg.connect(pg_conninfo, autocommit=True) as conn, conn.transaction():
@@ -223,9 +223,9 @@ def test_a_schema_from_a_newer_version_is_refused_and_left_alone(
             (newer,),
         )
     with PostgresStore.from_conn_string(pg_conninfo, schema=store.schema) as other:
-        with pytest.raises(ss.IncompatibleStoreError, match=f"version {newer}"):
+        with pytest.raises(swarmstate.IncompatibleStoreError, match=f"version {newer}"):
             other.setup()
-        with pytest.raises(ss.IncompatibleStoreError, match="upgrade swarmstate"):
+        with pytest.raises(swarmstate.IncompatibleStoreError, match="upgrade swarmstate"):
             other.get("ns", "k")
     assert _count_rows(pg_conninfo, store.schema, "migrations") == newer
     assert _count_rows(pg_conninfo, store.schema, "entries") == 1
@@ -258,7 +258,7 @@ def test_a_schema_at_version_1_is_migrated_in_place_and_keeps_its_data(
     assert store.items("ns") == [("a", 11), ("b", "two"), ("c", [3]), ("d", 4), ("e", 5)]
     assert len(store) == 5
     values = (11, "two", [3], 4, 5)
-    assert store.snapshot().size_bytes == sum(len(ss.dumps(v)) for v in values)
+    assert store.snapshot().size_bytes == sum(len(swarmstate.dumps(v)) for v in values)
     assert snap.get("ns", "a") == 1
 
 
@@ -279,7 +279,7 @@ def test_ordered_reads_and_a_graph_work_on_a_schema_before_version_3(
         assert old.items("ns") == [("a", 1), ("b", 2), ("c", 3)]
         assert old.keys("ns", start="b") == ["b", "c"]
         assert old.keys("ns", reverse=True, limit=2) == ["c", "b"]
-        assert old.items("ns", stop="b", raw=True) == [("a", ss.dumps(1))]
+        assert old.items("ns", stop="b", raw=True) == [("a", swarmstate.dumps(1))]
 
         builder = StateGraph(dict)
         builder.add_node("double", lambda state: {"n": state["n"] * 2})
@@ -337,7 +337,7 @@ def test_the_password_never_appears_in_repr_logs_or_errors(
     bad = f"host=/nonexistent-socket-dir port=5432 dbname=x user=y password={SECRET}"
     with ConnectionPool(bad, min_size=1, open=True, timeout=0.5, reconnect_timeout=1) as pool:
         broken = PostgresStore(pool=pool, schema=schema)
-        with pytest.raises(ss.StorageError) as info:
+        with pytest.raises(swarmstate.StorageError) as info:
             broken.get("ns", "k")
         chain = [str(info.value), repr(info.value)]
         cause = info.value.__cause__
@@ -395,7 +395,7 @@ def test_keys_with_nul_and_edge_code_points_round_trip_in_code_point_order(
 def test_a_bad_value_in_a_batch_stores_nothing(pg_store_factory: Any) -> None:
     store = pg_store_factory()
     store.set("ns", "keep", 1)
-    with pytest.raises(ss.UnsupportedTypeError):
+    with pytest.raises(swarmstate.UnsupportedTypeError):
         store.set_many([("ns", "a", 1), ("ns", "b", object())])
     assert store.items("ns") == [("keep", 1)]
 
@@ -534,14 +534,16 @@ def test_four_processes_with_their_own_pools_lose_nothing_and_read_each_other(
         assert store.get("hot", "latest-writer") in range(WORKERS)
         assert len(store) == 3 * ROUNDS * WORKERS + 1
         assert store.snapshot().size_bytes == sum(
-            len(ss.dumps(value)) for ns in store.namespaces() for _, value in store.items(ns)
+            len(swarmstate.dumps(value))
+            for ns in store.namespaces()
+            for _, value in store.items(ns)
         )
 
 
 # -- transfer ----------------------------------------------------------------------------------
 
 
-def _fill(store: ss.BaseStore) -> dict[tuple[str, str], Any]:
+def _fill(store: swarmstate.BaseStore) -> dict[tuple[str, str], Any]:
     data: dict[tuple[str, str], Any] = {}
     for t in range(5):
         for i in range(23):
@@ -552,17 +554,17 @@ def _fill(store: ss.BaseStore) -> dict[tuple[str, str], Any]:
     return data
 
 
-def _dump(store: ss.BaseStore) -> dict[tuple[str, str], Any]:
+def _dump(store: swarmstate.BaseStore) -> dict[tuple[str, str], Any]:
     return {(ns, key): value for ns in store.namespaces() for key, value in store.items(ns)}
 
 
 def test_transfer_memory_to_postgres_and_back(pg_store_factory: Any) -> None:
-    source = ss.Store()
+    source = swarmstate.Store()
     data = _fill(source)
     pg = pg_store_factory()
     assert transfer(source, pg, batch_size=7) == len(data)
     assert _dump(pg) == data
-    back = ss.Store()
+    back = swarmstate.Store()
     assert transfer(pg, back, batch_size=1) == len(data)
     assert _dump(back) == data
 
@@ -579,10 +581,10 @@ def test_transfer_disk_file_to_postgres_and_back(pg_store_factory: Any, tmp_path
 
 
 def test_transfer_refuses_a_bad_batch_size_or_the_same_store() -> None:
-    store = ss.Store()
-    with pytest.raises(ss.InvalidArgumentError, match="batch_size"):
-        transfer(store, ss.Store(), batch_size=0)
-    with pytest.raises(ss.InvalidArgumentError, match="same store"):
+    store = swarmstate.Store()
+    with pytest.raises(swarmstate.InvalidArgumentError, match="batch_size"):
+        transfer(store, swarmstate.Store(), batch_size=0)
+    with pytest.raises(swarmstate.InvalidArgumentError, match="same store"):
         transfer(store, store)
 
 
@@ -628,7 +630,7 @@ def test_close_while_another_thread_writes_leaves_no_connection_open(
         writer.join(timeout=60)
         assert not writer.is_alive()
         assert len(ended) == 1
-        assert isinstance(ended[0], ss.StoreClosedError), repr(ended[0])
+        assert isinstance(ended[0], swarmstate.StoreClosedError), repr(ended[0])
         assert store._session._pool is not None
         assert store._session._pool.closed
         # A server process leaves pg_stat_activity once it has exited: wait for it.
@@ -648,23 +650,25 @@ def test_require_works_before_setup_brings_the_schema_to_version_7(
     schema = "at_version_6"
     create_schema_at_version(pg_conninfo, schema, 6)
     with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as v6:
-        v6.set_many([("ns", "a", 1)], require=[("ns", "a", ss.ABSENT)])
+        v6.set_many([("ns", "a", 1)], require=[("ns", "a", swarmstate.ABSENT)])
         raw = v6.items("ns", raw=True)[0][1]
         v6.set_many([("ns", "a", 2)], ensure=[("ix", "i", 0)], require=[("ns", "a", raw)])
-        with pytest.raises(ss.ConflictError, match="'a'"):
+        with pytest.raises(swarmstate.ConflictError, match="'a'"):
             v6.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
         assert v6.get_many([("ns", "a"), ("ns", "b"), ("ix", "i")]) == [2, None, 0]
     store = pg_store_factory(schema=schema)
     assert _count_rows(pg_conninfo, schema, "migrations") == _pg_schema.SCHEMA_VERSION
-    with pytest.raises(ss.ConflictError, match="'a'"):
+    with pytest.raises(swarmstate.ConflictError, match="'a'"):
         store.set_many([("ns", "b", 3)], require=[("ns", "a", raw)])
-    store.set_many([("ns", "b", 3)], require=[("ns", "a", ss.PRESENT), ("ns", "b", ss.ABSENT)])
+    store.set_many(
+        [("ns", "b", 3)], require=[("ns", "a", swarmstate.PRESENT), ("ns", "b", swarmstate.ABSENT)]
+    )
     assert store.get("ns", "b") == 3
     # A batch with a long name takes the transaction path on version 7 too.
     long = "k" * 3000
-    store.set_many([("ns", long, 4)], require=[("ns", long, ss.ABSENT)])
-    with pytest.raises(ss.ConflictError):
-        store.set_many([("ns", long, 5)], require=[("ns", long, ss.ABSENT)])
+    store.set_many([("ns", long, 4)], require=[("ns", long, swarmstate.ABSENT)])
+    with pytest.raises(swarmstate.ConflictError):
+        store.set_many([("ns", long, 5)], require=[("ns", long, swarmstate.ABSENT)])
     assert store.get("ns", long) == 4
 
 
@@ -681,29 +685,31 @@ def test_write_works_before_setup_brings_the_schema_to_version_9(
         old.set_many([("t/a", "k", 1), ("t/b", "k", 2), ("log", "b", 3), ("ns", long, 4)])
         before = old.snapshot()
         for broken in (
-            ss.Absent("t/a", "k"),
-            ss.Present("t/a", "x"),
-            ss.Holds("log", "b", ss.dumps(4)),
-            ss.Empty("log", "a", "c"),
-            ss.Absent("ns", long),
+            swarmstate.Absent("t/a", "k"),
+            swarmstate.Present("t/a", "x"),
+            swarmstate.Holds("log", "b", swarmstate.dumps(4)),
+            swarmstate.Empty("log", "a", "c"),
+            swarmstate.Absent("ns", long),
         ):
-            with pytest.raises(ss.ConflictError, match=type(broken).__name__):
-                old.write(ss.Transaction(conditions=[broken], prefix_deletes=["t/"]))
+            with pytest.raises(swarmstate.ConflictError, match=type(broken).__name__):
+                old.write(swarmstate.Transaction(conditions=[broken], prefix_deletes=["t/"]))
         got = old.write(
-            ss.Transaction(
+            swarmstate.Transaction(
                 conditions=[
-                    ss.Present("ns", long),
-                    ss.Holds("log", "b", ss.dumps(3)),
-                    ss.Empty("log", "c"),
-                    ss.Empty("log", None, "b"),
+                    swarmstate.Present("ns", long),
+                    swarmstate.Holds("log", "b", swarmstate.dumps(3)),
+                    swarmstate.Empty("log", "c"),
+                    swarmstate.Empty("log", None, "b"),
                 ],
                 prefix_deletes=["t/"],
                 deletes=[("log", "b"), ("log", "b")],
                 sets=[("t/a", "k", 10), ("ns", long, 11)],
             )
         )
-        assert got == ss.WriteResult(written=2, deleted=3)
-        assert old.write(ss.Transaction(sets=[("t/a", "k", 12)], if_absent=True)).written == 0
+        assert got == swarmstate.WriteResult(written=2, deleted=3)
+        assert (
+            old.write(swarmstate.Transaction(sets=[("t/a", "k", 12)], if_absent=True)).written == 0
+        )
         assert old.snapshot().diff(before) == {
             "added": [],
             "removed": [("log", "b"), ("t/b", "k")],
@@ -713,20 +719,26 @@ def test_write_works_before_setup_brings_the_schema_to_version_9(
     store = pg_store_factory(schema=schema)  # setup() brings it to the schema in force
     store.restore(before)
     assert store.get_many([("t/a", "k"), ("t/b", "k"), ("log", "b"), ("ns", long)]) == [1, 2, 3, 4]
-    with pytest.raises(ss.ConflictError, match="Empty"):
-        store.write(ss.Transaction(conditions=[ss.Empty("log", "a", "c")], sets=[("x", "y", 1)]))
-    assert store.write(ss.Transaction(prefix_deletes=["t/"])) == ss.WriteResult(0, 2)
+    with pytest.raises(swarmstate.ConflictError, match="Empty"):
+        store.write(
+            swarmstate.Transaction(
+                conditions=[swarmstate.Empty("log", "a", "c")], sets=[("x", "y", 1)]
+            )
+        )
+    assert store.write(swarmstate.Transaction(prefix_deletes=["t/"])) == swarmstate.WriteResult(
+        0, 2
+    )
 
 
 def test_a_bad_conninfo_fails_at_once_with_its_cause(pg_conninfo: str) -> None:
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     started = time.monotonic()
-    with pytest.raises(ss.InvalidArgumentError, match='missing "=" after "dbname"'):
+    with pytest.raises(swarmstate.InvalidArgumentError, match='missing "=" after "dbname"'):
         PostgresStore("host=localhost dbname")
     missing = psycopg.conninfo.make_conninfo(pg_conninfo, dbname="no_such_database")
-    with pytest.raises(ss.StorageError, match='database "no_such_database" does not exist'):
+    with pytest.raises(swarmstate.StorageError, match='database "no_such_database" does not exist'):
         PostgresStore(missing)
-    with pytest.raises(ss.StorageError, match="does not exist"):
+    with pytest.raises(swarmstate.StorageError, match="does not exist"):
         SwarmStateSaver.from_conn_string(missing)
     assert time.monotonic() - started < 10  # not the pool's 30-second timeout

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-import swarmstate as ss
+import swarmstate
 from swarmstate._transfer import transfer
 from swarmstate.backends.disk import DiskStore
 from swarmstate.backends.postgres import PostgresStore
@@ -206,7 +206,7 @@ def test_a_handle_on_version_5_passes_long_names_as_a_migration_elsewhere_stored
         assert before.keys == sorted([("ns", "a"), ("ns", medium), (medium, "k"), (medium, other)])
         old.set("ns", medium, 5)
         old.set_many([(medium, "k", 6)], ensure=[(medium, "e", 7)])
-        old.set_many([("ns", other, 8)], require=[("ns", medium, ss.PRESENT)])
+        old.set_many([("ns", other, 8)], require=[("ns", medium, swarmstate.PRESENT)])
         assert old.delete(medium, other)
         after = old.snapshot()
         assert after.diff(before) == {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import swarmstate as ss
+import swarmstate
 
 
 def check_a_copy_refuses_the_originals_later_snapshots(
-    original: ss.BaseStore, copy: ss.BaseStore, shared: ss.Snapshot
+    original: swarmstate.BaseStore, copy: swarmstate.BaseStore, shared: swarmstate.Snapshot
 ) -> None:
     """``copy`` holds ``original``'s data as of ``shared`` (the value "shared" under ns/k).
 
@@ -26,7 +26,7 @@ def check_a_copy_refuses_the_originals_later_snapshots(
         lambda: on_copy.diff(on_original),
         lambda: on_original.diff(on_copy),
     ):
-        with pytest.raises(ss.SnapshotError, match="another store"):
+        with pytest.raises(swarmstate.SnapshotError, match="another store"):
             refused()
     assert copy.get("ns", "k") == "on the copy"
     copy.restore(shared)

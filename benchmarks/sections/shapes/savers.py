@@ -103,11 +103,11 @@ def make_contenders(tag: str, tmp: Path, pg_dsn: str | None) -> list[Contender]:
 def _memory() -> list[Contender]:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    import swarmstate as ss
+    import swarmstate
     from swarmstate.integrations.langgraph import SwarmStateSaver
 
     ours_puts: list[int] = []
-    store = ss.Store()
+    store = swarmstate.Store()
     ours = timing(SwarmStateSaver, ours_puts)(store)
     peer_puts: list[int] = []
     peer = timing(InMemorySaver, peer_puts)()

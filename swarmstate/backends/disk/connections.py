@@ -22,8 +22,7 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 from swarmstate._errors import InvalidKeyError, ReadOnlyStoreError, StorageError, StoreClosedError
-from swarmstate.backends.disk import opening, process
-from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk import opening, process, readonly
 from swarmstate.backends.disk.driver import Connection, apsw
 
 __all__ = ["IDLE_CONNECTIONS", "Connections"]
@@ -143,7 +142,7 @@ class Connections:
         """This thread's connection; opens one on first use and after a fork."""
         self._check_open()
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or (self.readonly and ro.went_stale(self.path, self._local.stamp)):
+        if conn is None or (self.readonly and readonly.went_stale(self.path, self._local.stamp)):
             conn = self.new_connection()
         return conn
 
@@ -197,8 +196,8 @@ class Connections:
             return adopted
         if self.readonly:
             try:
-                conn, self._local.stamp = ro.open_readonly(self.path)
-                ro.configure_readonly(conn, self.busy_timeout)
+                conn, self._local.stamp = readonly.open_readonly(self.path)
+                readonly.configure_readonly(conn, self.busy_timeout)
             except apsw.Error as exc:
                 raise self.fail(exc, "open a connection") from exc
         else:

@@ -23,12 +23,11 @@ from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot, evicted, foreign, sorted_diff
-from swarmstate.backends.disk import opening, writes
-from swarmstate.backends.disk import readonly as ro
+from swarmstate.backends.disk import opening, statements, writes
 from swarmstate.backends.disk import reclaim as reclaiming
-from swarmstate.backends.disk import statements as sql
 from swarmstate.backends.disk.connections import Connections
 from swarmstate.backends.disk.driver import Connection, apsw
+from swarmstate.backends.disk.readonly import identify_readonly
 from swarmstate.backends.disk.schema import SYNCHRONOUS_LEVELS
 
 __all__ = ["DiskStore"]
@@ -112,7 +111,7 @@ class DiskStore(BaseStore):
         existed = False if self.readonly else opening.prepare_file(self._file)
         try:
             if self.readonly:
-                self._uid = ro.identify_readonly(self._db.conn(), self._file)
+                self._uid = identify_readonly(self._db.conn(), self._file)
             else:
                 if existed:
                     self._db.retry_busy(
@@ -161,7 +160,7 @@ class DiskStore(BaseStore):
     def _read(self, pair: Pair) -> bytes | None:
         conn = self._db.conn()
         try:
-            row = conn.execute(sql.GET, pair).fetchone()
+            row = conn.execute(statements.GET, pair).fetchone()
         except (apsw.Error, UnicodeEncodeError) as exc:
             raise self._db.fail(exc, "read") from exc
         data: bytes | None = None if row is None else row[0]
@@ -171,7 +170,7 @@ class DiskStore(BaseStore):
         def body(conn: Connection) -> list[bytes | None]:
             found = []
             for pair in pairs:
-                row = conn.execute(sql.GET, pair).fetchone()
+                row = conn.execute(statements.GET, pair).fetchone()
                 found.append(None if row is None else row[0])
             return found
 
@@ -197,22 +196,22 @@ class DiskStore(BaseStore):
         reverse: bool,
         limit: int | None,
     ) -> list[Any]:
-        query = sql.RANGE_SQL[(columns, start is not None, stop is not None, reverse)]
+        query = statements.RANGE_SQL[(columns, start is not None, stop is not None, reverse)]
         return self._db.query(
             query, (namespace, start, stop, _NO_LIMIT if limit is None else limit)
         )
 
     def _namespaces(self, prefix: str) -> list[str]:
         high = prefix_upper_bound(prefix)
-        rows = self._db.query(sql.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
+        rows = self._db.query(statements.NAMESPACES_SQL[high is not None], _bounds(prefix, high))
         return [row[0] for row in rows]
 
     def _count(self, namespace: str) -> int:
-        return int(self._db.query(sql.COUNT, (namespace,))[0][0])
+        return int(self._db.query(statements.COUNT, (namespace,))[0][0])
 
     def __len__(self) -> int:
         """Entries now; costs the writes since the latest snapshot (O(n) before any)."""
-        return int(self._db.query(sql.TOTALS)[0][4])
+        return int(self._db.query(statements.TOTALS)[0][4])
 
     # -- writes: which path each takes is in writes.py -------------------
 
@@ -221,7 +220,7 @@ class DiskStore(BaseStore):
             self._db.check_writable()
         params = (pair[0], pair[1], len(data), data)
         # Path 1 covers inserts and overwrites of rows no snapshot needs.
-        if not self._db.one_statement(sql.PUT_FAST, params):
+        if not self._db.one_statement(statements.PUT_FAST, params):
             self._db.write("write", lambda conn: writes.put(conn, [params]))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
@@ -253,7 +252,7 @@ class DiskStore(BaseStore):
         cut = len(source)
 
         def body(conn: Connection) -> int:
-            query = sql.PREFIX_ROWS_SQL[high is not None]
+            query = statements.PREFIX_ROWS_SQL[high is not None]
             found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
             rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
             return writes.put(conn, rows)
@@ -262,8 +261,8 @@ class DiskStore(BaseStore):
 
     def clear(self) -> None:
         def body(conn: Connection) -> None:
-            conn.execute(sql.CLEAR_DELETE_NEW)
-            conn.execute(sql.CLEAR_END)
+            conn.execute(statements.CLEAR_DELETE_NEW)
+            conn.execute(statements.CLEAR_END)
 
         self._db.write("clear", body)
 
@@ -289,7 +288,7 @@ class DiskStore(BaseStore):
 
     def snapshot(self) -> Snapshot:
         def body(conn: Connection) -> Snapshot:
-            totals: Any = conn.execute(sql.TOTALS).fetchone()
+            totals: Any = conn.execute(statements.TOTALS).fetchone()
             epoch, _, head, next_id, count, nbytes = totals
             snap = Snapshot(
                 id=epoch,
@@ -301,10 +300,10 @@ class DiskStore(BaseStore):
                 _token=secrets.randbits(63),
             )
             conn.execute(
-                sql.SNAPSHOT_INSERT,
+                statements.SNAPSHOT_INSERT,
                 (snap.id, next_id, snap.parent, snap.timestamp, nbytes, count, snap._token),
             )
-            conn.execute(sql.SNAPSHOT_ADVANCE, (snap.id, next_id, count, nbytes))
+            conn.execute(statements.SNAPSHOT_ADVANCE, (snap.id, next_id, count, nbytes))
             if self.max_history is not None:
                 _evict(conn, self.max_history)
             return snap
@@ -314,27 +313,29 @@ class DiskStore(BaseStore):
     def _restore(self, snapshot: Snapshot) -> None:
         def body(conn: Connection) -> None:
             mark = self._mark(conn, snapshot)
-            epoch_floor: Any = conn.execute(sql.EPOCH_FLOOR).fetchone()
+            epoch_floor: Any = conn.execute(statements.EPOCH_FLOOR).fetchone()
             epoch, floor = epoch_floor
             params = {"m": mark, "v": snapshot.id}
-            plan: list[Any] = conn.execute(sql.RESTORE_PLAN, params).fetchall()
+            plan: list[Any] = conn.execute(statements.RESTORE_PLAN, params).fetchall()
             for then, now, then_ended, same in plan:
                 if same:
                     continue  # already holds the snapshot's bytes
                 if now is not None:
-                    conn.execute(sql.DELETE_ROW if now >= floor else sql.END_ROW, (now,))
+                    conn.execute(
+                        statements.DELETE_ROW if now >= floor else statements.END_ROW, (now,)
+                    )
                 if then is None:
                     continue
                 if then_ended == epoch:
-                    conn.execute(sql.REVIVE_ROW, (then,))
+                    conn.execute(statements.REVIVE_ROW, (then,))
                 else:
-                    conn.execute(sql.COPY_ROW, (then,))
-            conn.execute(sql.SET_HEAD, (snapshot.id,))
+                    conn.execute(statements.COPY_ROW, (then,))
+            conn.execute(statements.SET_HEAD, (snapshot.id,))
 
         self._db.write("restore a snapshot", body)
 
     def snapshots(self) -> list[Snapshot]:
-        rows = self._db.query(sql.SNAPSHOT_LIST)
+        rows = self._db.query(statements.SNAPSHOT_LIST)
         return [
             Snapshot(sid, parent, timestamp, size_bytes, count, self, _token=token)
             for sid, _, parent, timestamp, size_bytes, count, token in rows
@@ -346,7 +347,7 @@ class DiskStore(BaseStore):
         The token tells this file's snapshot from another's with the same id
         (this file is a copy of the one that took it, or was copied from it).
         """
-        row = conn.execute(sql.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
+        row = conn.execute(statements.SNAPSHOT_MARK, (snapshot.id,)).fetchone()
         if row is None:
             raise evicted(snapshot, self.max_history)
         if row[1] != snapshot._token:
@@ -358,7 +359,9 @@ class DiskStore(BaseStore):
 
         def body(conn: Connection) -> Any:
             mark = self._mark(conn, snapshot)
-            row = conn.execute(sql.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)).fetchone()
+            row = conn.execute(
+                statements.SNAPSHOT_GET, (namespace, key, mark, snapshot.id)
+            ).fetchone()
             return default if row is None else loads(row[0])
 
         return self._db.read_in("read a snapshot", body)
@@ -368,7 +371,7 @@ class DiskStore(BaseStore):
 
         def body(conn: Connection) -> list[tuple[str, str]]:
             mark = self._mark(conn, snapshot)
-            rows: list[Any] = conn.execute(sql.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
+            rows: list[Any] = conn.execute(statements.SNAPSHOT_KEYS, (mark, snapshot.id)).fetchall()
             return [(ns, key) for ns, key in rows]
 
         return self._db.read_in("read a snapshot", body)
@@ -382,7 +385,7 @@ class DiskStore(BaseStore):
                 "a": base.id, "a_m": a_m, "b": later.id, "b_m": b_m,
             }  # fmt: skip
             added, removed, changed = [], [], []
-            for ns, key, a, b, differs in conn.execute(sql.DIFF, params):
+            for ns, key, a, b, differs in conn.execute(statements.DIFF, params):
                 if a is None and b is not None:
                     added.append((ns, key))
                 elif b is None and a is not None:
@@ -422,13 +425,13 @@ class DiskStore(BaseStore):
 
 def _evict(conn: Connection, max_history: int) -> None:
     """Drop snapshots beyond ``max_history`` and the row versions only they needed."""
-    row = conn.execute(sql.SNAPSHOT_KEEP_FROM, (max_history - 1,)).fetchone()
+    row = conn.execute(statements.SNAPSHOT_KEEP_FROM, (max_history - 1,)).fetchone()
     if row is None:
         return
     keep_from = row[0]
-    conn.execute(sql.SNAPSHOT_EVICT, (keep_from,))
+    conn.execute(statements.SNAPSHOT_EVICT, (keep_from,))
     if conn.changes():
-        conn.execute(sql.COLLECT_GARBAGE, (keep_from,))
+        conn.execute(statements.COLLECT_GARBAGE, (keep_from,))
 
 
 def _bounds(low: str, high: str | None) -> tuple[str, ...]:

@@ -58,7 +58,7 @@ from swarmstate._checks import (
     WriteResult,
     conflict,
 )
-from swarmstate.backends.disk import statements as sql
+from swarmstate.backends.disk import statements
 from swarmstate.backends.disk.connections import Connections
 from swarmstate.backends.disk.driver import Connection
 
@@ -101,26 +101,33 @@ def unless(
     if if_absent:
         if len(require) != 1 or require[0][1] is not ABSENT:
             return 0
-        if not 0 < len(rows) <= sql.PUT_IF_ABSENT_UNLESS_MAX:
+        if not 0 < len(rows) <= statements.PUT_IF_ABSENT_UNLESS_MAX:
             return 0
         bound: list[object] = [*require[0][0]]
         for pair, data in rows:
             bound += (pair[0], pair[1], len(data), data)
         # The condition held when any row is written; any other key had a value.
-        return db.one_statement(sql.PUT_IF_ABSENT_UNLESS[len(rows)], tuple(bound), count=True)
+        return db.one_statement(
+            statements.PUT_IF_ABSENT_UNLESS[len(rows)], tuple(bound), count=True
+        )
     if len(require) == 1 and len(rows) == 1 and require[0][1] is ABSENT:  # the hot path
         (ns, key), data = rows[0]
         condition = require[0][0]
         one = (ns, key, len(data), data, condition[0], condition[1])
-        return 1 if db.one_statement(sql.PUT_FAST_UNLESS, one) else 0
-    if not 0 < len(rows) <= sql.PUT_FAST_WHEN_MAX or len(require) > sql.PUT_FAST_WHEN_MAX:
+        return 1 if db.one_statement(statements.PUT_FAST_UNLESS, one) else 0
+    if (
+        not 0 < len(rows) <= statements.PUT_FAST_WHEN_MAX
+        or len(require) > statements.PUT_FAST_WHEN_MAX
+    ):
         return 0
     bound = []
     for pair, _ in require:
         bound += pair
     for pair, data in rows:
         bound += (pair[0], pair[1], len(data), data)
-    statement = sql.put_fast_when(len(rows), tuple(expected is ABSENT for _, expected in require))
+    statement = statements.put_fast_when(
+        len(rows), tuple(expected is ABSENT for _, expected in require)
+    )
     written = db.one_statement(statement, tuple(bound), count=True)
     return written if written == len(rows) else 0
 
@@ -134,7 +141,12 @@ def one_row(db: Connections, txn: Checked) -> int:
     nothing: the caller then runs :func:`transaction`.
     """
     conditions = txn.conditions
-    if len(txn.rows) != 1 or txn.deletes or txn.prefixes or len(conditions) > sql.PUT_ONE_WHEN_MAX:
+    if (
+        len(txn.rows) != 1
+        or txn.deletes
+        or txn.prefixes
+        or len(conditions) > statements.PUT_ONE_WHEN_MAX
+    ):
         return 0
     (ns, key), data = txn.rows[0]
     bound: list[object] = [ns, key, len(data), data]
@@ -156,7 +168,7 @@ def one_row(db: Connections, txn: Checked) -> int:
             bound += (condition.namespace, condition.key)
         else:
             return 0
-    statement = sql.put_one_when(tuple(shape), txn.if_absent)
+    statement = statements.put_one_when(tuple(shape), txn.if_absent)
     return 1 if db.one_statement(statement, tuple(bound)) else 0
 
 
@@ -188,15 +200,15 @@ def holds(conn: Connection, condition: Condition) -> bool:
     """Whether ``condition`` holds, read inside the caller's transaction."""
     if type(condition) is Empty:
         start, stop = condition.start, condition.stop
-        query = sql.EMPTY_SQL[(start is not None, stop is not None)]
+        query = statements.EMPTY_SQL[(start is not None, stop is not None)]
         bounds = tuple(bound for bound in (start, stop) if bound is not None)
         return conn.execute(query, (condition.namespace, *bounds)).fetchone() is None
     assert isinstance(condition, Absent | Present | Holds)
     pair = (condition.namespace, condition.key)
     if type(condition) is Holds:
-        row = conn.execute(sql.GET, pair).fetchone()
+        row = conn.execute(statements.GET, pair).fetchone()
         return row is not None and row[0] == condition.data
-    found = conn.execute(sql.EXISTS, pair).fetchone() is not None
+    found = conn.execute(statements.EXISTS, pair).fetchone() is not None
     return found if type(condition) is Present else not found
 
 
@@ -224,10 +236,10 @@ def checked(
         for pair, expected in require:
             # "absent" and "present" need no value: a lookup of the key alone.
             if expected is ABSENT or expected is PRESENT:
-                row = conn.execute(sql.EXISTS, pair).fetchone()
+                row = conn.execute(statements.EXISTS, pair).fetchone()
                 found.append(None if row is None else b"")
             else:
-                row = conn.execute(sql.GET, pair).fetchone()
+                row = conn.execute(statements.GET, pair).fetchone()
                 found.append(None if row is None else row[0])
         check_conditions(require, found)
         return (ensure_absent(conn, defaults) if defaults else 0) + (
@@ -246,10 +258,10 @@ def put(conn: Connection, rows: list[Params]) -> int:
     """
     execute, changes = conn.execute, conn.changes
     for row in rows:
-        execute(sql.PUT_FAST, row)
+        execute(statements.PUT_FAST, row)
         if not changes():
-            execute(sql.END_OLD, (row[0], row[1]))
-            execute(sql.PUT, row)
+            execute(statements.END_OLD, (row[0], row[1]))
+            execute(statements.PUT, row)
     return len(rows)
 
 
@@ -257,7 +269,7 @@ def put_if_absent(conn: Connection, rows: list[Params]) -> int:
     """Insert the rows whose key has no live value; how many were inserted."""
     written = 0
     for row in rows:
-        conn.execute(sql.PUT_IF_ABSENT, row)
+        conn.execute(statements.PUT_IF_ABSENT, row)
         written += conn.changes()
     return written
 
@@ -271,8 +283,8 @@ def ensure_absent(conn: Connection, rows: list[Params]) -> int:
     """
     written = 0
     for row in rows:
-        if conn.execute(sql.EXISTS, (row[0], row[1])).fetchone() is None:
-            conn.execute(sql.PUT_IF_ABSENT, row)
+        if conn.execute(statements.EXISTS, (row[0], row[1])).fetchone() is None:
+            conn.execute(statements.PUT_IF_ABSENT, row)
             written += conn.changes()
     return written
 
@@ -281,10 +293,10 @@ def delete(conn: Connection, pairs: list[Pair]) -> int:
     """Remove the live values of ``pairs``; how many there were."""
     removed = 0
     for pair in pairs:
-        conn.execute(sql.DELETE_NEW, pair)
+        conn.execute(statements.DELETE_NEW, pair)
         gone = conn.changes()
         if not gone:
-            conn.execute(sql.END_LIVE, pair)
+            conn.execute(statements.END_LIVE, pair)
             gone = conn.changes()
         removed += gone
     return removed
@@ -295,9 +307,9 @@ def delete_prefix(conn: Connection, prefix: str) -> int:
     high = prefix_upper_bound(prefix)
     flag = high is not None
     bounds = (prefix,) if high is None else (prefix, high)
-    conn.execute(sql.PREFIX_DELETE_NEW_SQL[flag], bounds)
+    conn.execute(statements.PREFIX_DELETE_NEW_SQL[flag], bounds)
     removed = conn.changes()
-    conn.execute(sql.PREFIX_END_SQL[flag], bounds)
+    conn.execute(statements.PREFIX_END_SQL[flag], bounds)
     return int(removed + conn.changes())
 
 

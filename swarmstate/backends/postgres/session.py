@@ -31,9 +31,7 @@ from swarmstate._errors import (
     StorageError,
     StoreClosedError,
 )
-from swarmstate.backends.postgres import migrations as m
-from swarmstate.backends.postgres import schema
-from swarmstate.backends.postgres import statements as q
+from swarmstate.backends.postgres import migrations, schema, statements
 from swarmstate.backends.postgres.driver import (
     ConnectionPool,
     PooledConnection,
@@ -96,10 +94,10 @@ class Session:
         self._ident = sql.Identifier(schema)
         self._sql: dict[str, str] = {
             name: self.format(text)
-            for name, text in vars(q).items()
+            for name, text in vars(statements).items()
             if name.isupper() and isinstance(text, str) and not name.startswith("_")
         }
-        self._sql_v6 = {name: self.format(text) for name, text in q.SINCE_V6.items()}
+        self._sql_v6 = {name: self.format(text) for name, text in statements.SINCE_V6.items()}
         if self._owns_pool:
             _probe(conninfo)
             self._pool = self._new_pool()
@@ -297,7 +295,7 @@ class Session:
         """Take ``version`` as the schema's, and the statements it has."""
         _check_version(self.schema, version)
         self.version = int(version or 0)
-        if self.version >= m.TOKENS_SINCE:
+        if self.version >= migrations.TOKENS_SINCE:
             self._sql.update(self._sql_v6)
 
     def settled(self) -> bool:
@@ -308,7 +306,7 @@ class Session:
         process's ``setup()`` may have moved long names to their index form
         since.
         """
-        return self.version >= m.TOKENS_SINCE or getattr(self._fixed, "on", False)
+        return self.version >= migrations.TOKENS_SINCE or getattr(self._fixed, "on", False)
 
     def at_fixed_version(self, call: Callable[[], T]) -> T:
         """``call()`` in one transaction no migration overlaps, the schema's version read first.
@@ -359,7 +357,7 @@ class Session:
             return data
         self.ready()
         # Before version 6 a long name is stored as it is.
-        return index_form(data) if self.version >= m.TOKENS_SINCE else data
+        return index_form(data) if self.version >= migrations.TOKENS_SINCE else data
 
     def setup(self, conn: psycopg.Connection[Any] | None = None) -> None:
         """Create or migrate the schema (see :meth:`PostgresStore.setup`)."""
@@ -407,8 +405,10 @@ def _upgrade(applied: int) -> list[str]:
     """The statements bringing a schema at version ``applied`` to the schema in force."""
     if applied == 0:
         return list(schema.CREATE)  # a new schema
-    steps = [s for v in range(applied + 1, SCHEMA_VERSION + 1) for s in m.TABLE_STEPS.get(v, ())]
-    return [*steps, *schema.FUNCTIONS, *m.DROPPED]
+    steps = [
+        s for v in range(applied + 1, SCHEMA_VERSION + 1) for s in migrations.TABLE_STEPS.get(v, ())
+    ]
+    return [*steps, *schema.FUNCTIONS, *migrations.DROPPED]
 
 
 def _check_version(name: str, version: int | None) -> None:

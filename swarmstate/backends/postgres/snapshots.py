@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from swarmstate._codec import loads
 from swarmstate._snapshot import Diff, Snapshot, Source, evicted, foreign, sorted_diff
-from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres import migrations
 from swarmstate.backends.postgres.driver import psycopg, tuple_row
 from swarmstate.backends.postgres.names import any_long, dec
 from swarmstate.backends.postgres.session import Session
@@ -37,7 +37,7 @@ def take(session: Session, owner: Owner) -> Snapshot:
     lock, text = session.statement("LOCK"), session.statement("SNAPSHOT")
     evict = session.statement("EVICT")
     keep = owner.max_history
-    token = secrets.randbits(63) if session.version >= m.TOKENS_SINCE else None
+    token = secrets.randbits(63) if session.version >= migrations.TOKENS_SINCE else None
 
     def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
         # All three in one implicit transaction: eviction runs under the lock.

@@ -42,9 +42,8 @@ from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
-from swarmstate.backends.postgres import migrations as m
+from swarmstate.backends.postgres import migrations, snapshots, writes
 from swarmstate.backends.postgres import reclaim as reclaiming
-from swarmstate.backends.postgres import snapshots, writes
 from swarmstate.backends.postgres.driver import ConnectionPool, psycopg
 from swarmstate.backends.postgres.names import any_long, dec, enc
 from swarmstate.backends.postgres.schema import HEAD_BYTES
@@ -186,7 +185,7 @@ class PostgresStore(BaseStore):
         lo = b"" if start is None else enc(start)
         hi = _TOP if stop is None else enc(stop)
         session.ready()
-        if session.version < m.READ_RANGE_SINCE:
+        if session.version < migrations.READ_RANGE_SINCE:
             named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
             rows = session.fetch("RANGE_BEFORE_V3_" + ("DESC" if reverse else "ASC"), named)
         else:
@@ -199,7 +198,7 @@ class PostgresStore(BaseStore):
             rows
             and max(len(k) for k, _ in rows) > HEAD_BYTES
             and max(len(lo), len(hi)) <= HEAD_BYTES  # else read_range sorted already
-            and session.version >= m.TOKENS_SINCE
+            and session.version >= migrations.TOKENS_SINCE
         ):
             # Index order is key order except between two keys longer than
             # the head that share it: only a page holding such a key is read again.

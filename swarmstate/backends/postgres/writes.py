@@ -51,8 +51,7 @@ from swarmstate._checks import (
     conflict,
 )
 from swarmstate._errors import ConflictError, StorageError
-from swarmstate.backends.postgres import migrations as m
-from swarmstate.backends.postgres import statements as q
+from swarmstate.backends.postgres import migrations, statements
 from swarmstate.backends.postgres.driver import psycopg, tuple_row
 from swarmstate.backends.postgres.names import (
     Arrays,
@@ -86,12 +85,12 @@ def put_many(session: Session, rows: list[Row], if_absent: bool, ensure: list[Ro
     params = put_many_params(rows, if_absent)
     if has_long_names(defaults, params):
         session.ready()
-        if session.version >= m.TOKENS_SINCE:
+        if session.version >= migrations.TOKENS_SINCE:
             return long_names(session, defaults, params, if_absent, len(rows))
         # Before version 6 the server refuses a name its index cannot hold.
     if defaults is not None:
         session.ready()
-        if session.version < m.PUT_ENSURE_SINCE:
+        if session.version < migrations.PUT_ENSURE_SINCE:
             return ensure_before_v5(session, defaults, params, if_absent, len(rows))
     name, args, count = _put_statement(session, defaults, params, if_absent, len(rows))
     return count(int(session.scalar(name, args)))
@@ -110,7 +109,7 @@ def _put_statement(
     if ensured + count <= _SMALL_BATCH:
         # Few entries: one bytes parameter each, arrays built by the server.
         name = f"PUT_ENSURE_{ensured}_{count}"
-        session.statement(name, lambda: q.put_ensure_sql(ensured, count))
+        session.statement(name, lambda: statements.put_ensure_sql(ensured, count))
         args: tuple[Any, ...] = (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
     else:
         name = "PUT_ENSURE"
@@ -136,7 +135,7 @@ def put_required(
     session.ready()
     defaults = put_many_params(ensure, True) if ensure else None
     params = put_many_params(rows, if_absent)
-    if session.version < m.REQUIRE_SINCE or has_long_names(defaults, params):
+    if session.version < migrations.REQUIRE_SINCE or has_long_names(defaults, params):
         return required(session, rows, if_absent, ensure, require)
     found_as = session.found_as
     e_ns, e_key, e_value = defaults[:3] if defaults is not None else ([], [], [])
@@ -149,7 +148,7 @@ def put_required(
     if conditions + ensured + count <= _SMALL_BATCH:
         # Few entries (every checkpoint): one parameter each, arrays built by the server.
         name = f"PUT_CHECKED_{conditions}_{ensured}_{count}"
-        session.statement(name, lambda: q.put_checked_sql(conditions, ensured, count))
+        session.statement(name, lambda: statements.put_checked_sql(conditions, ensured, count))
         args: tuple[Any, ...] = (*c_ns, *c_key, *c_state, *c_value)
         args += (*e_ns, *e_key, *e_value, *p_ns, *p_key, *p_value, if_absent)
     else:
@@ -193,7 +192,7 @@ def write(session: Session, txn: Checked) -> WriteResult:
         ConflictError: A condition did not hold (nothing was written).
     """
     session.ready()
-    if session.version < m.WRITE_ALL_SINCE:
+    if session.version < migrations.WRITE_ALL_SINCE:
         return write_in_steps(session, txn)
     conditions, rows, pairs, prefixes, if_absent = txn
     found_as = session.found_as

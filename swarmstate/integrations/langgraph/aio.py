@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from swarmstate.integrations.langgraph import config as C
+from swarmstate.integrations.langgraph.config import materialize
 
 __all__ = ["AsyncMethods"]
 
@@ -63,7 +63,7 @@ class AsyncMethods(BaseCheckpointSaver[str]):
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`list`; results are fetched before the first one is yielded."""
         rows = await self._run(
-            C.materialize, self.list, config, filter=filter, before=before, limit=limit
+            materialize, self.list, config, filter=filter, before=before, limit=limit
         )
         for row in rows:
             yield row

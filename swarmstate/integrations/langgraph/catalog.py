@@ -37,7 +37,7 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._codec import dumps
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import keys
 
 __all__ = [
     "activity_entries",
@@ -93,7 +93,7 @@ def period_at(moment: float) -> str:
 
 def index_entry(checkpoint_id: str, thread_id: str, checkpoint_ns: str) -> tuple[str, str, bytes]:
     """The checkpoint index entry a put writes."""
-    return (K.INDEX, K.index_key(checkpoint_id, thread_id, checkpoint_ns), NIL)
+    return (keys.INDEX, keys.index_key(checkpoint_id, thread_id, checkpoint_ns), NIL)
 
 
 def activity_entries(thread_id: str, period: str) -> list[tuple[str, str, bytes]]:
@@ -103,9 +103,9 @@ def activity_entries(thread_id: str, period: str) -> list[tuple[str, str, bytes]
     entries when it is deleted.
     """
     return [
-        (K.ACTIVITY, K.activity_key(period, thread_id), NIL),
-        (K.periods(thread_id), period, NIL),
-        (K.REGISTRY, K.field(thread_id), NIL),
+        (keys.ACTIVITY, keys.activity_key(period, thread_id), NIL),
+        (keys.periods(thread_id), period, NIL),
+        (keys.REGISTRY, keys.field(thread_id), NIL),
     ]
 
 
@@ -114,15 +114,15 @@ def latest(store: BaseStore, before: str | None) -> Iterator[tuple[str, str, str
 
     ``before``: only ids that sort before it. Read a page at a time.
     """
-    stop = K.ordered(before) if before is not None else None
+    stop = keys.ordered(before) if before is not None else None
     page = 16
     while True:
-        keys = store.keys(K.INDEX, stop=stop, reverse=True, limit=page)
-        for key in keys:
-            yield K.parse_index_key(key)
-        if len(keys) < page:
+        key_names = store.keys(keys.INDEX, stop=stop, reverse=True, limit=page)
+        for key in key_names:
+            yield keys.parse_index_key(key)
+        if len(key_names) < page:
             return
-        stop = keys[-1]
+        stop = key_names[-1]
         page = min(page * 4, _PAGE)
 
 
@@ -155,9 +155,9 @@ def threads_by_activity(
 
     stop: str | None = None
     while wanted is None or len(chosen) < wanted:
-        keys = store.keys(K.ACTIVITY, stop=stop, reverse=True, limit=_PAGE)
-        for key in keys:
-            at, thread_id = K.parse_activity_key(key)
+        key_names = store.keys(keys.ACTIVITY, stop=stop, reverse=True, limit=_PAGE)
+        for key in key_names:
+            at, thread_id = keys.parse_activity_key(key)
             if at != period:
                 settle()
                 period = at
@@ -172,8 +172,8 @@ def threads_by_activity(
                 chosen.extend(_newest_in_period(store, at, seen, wanted - len(chosen)))
                 return chosen[offset:wanted]
         else:
-            if len(keys) == _PAGE:
-                stop = keys[-1]
+            if len(key_names) == _PAGE:
+                stop = key_names[-1]
                 continue
             settle()
         break
@@ -194,21 +194,22 @@ def _newest_in_period(
     found: dict[str, str] = {}
     stop: str | None = period + "\U0010ffff"
     while len(found) < need:
-        keys = store.keys(K.INDEX, start=period, stop=stop, reverse=True, limit=_PAGE)
-        for key in keys:
-            checkpoint_id, thread_id, _ = K.parse_index_key(key)
+        key_names = store.keys(keys.INDEX, start=period, stop=stop, reverse=True, limit=_PAGE)
+        for key in key_names:
+            checkpoint_id, thread_id, _ = keys.parse_index_key(key)
             if thread_id not in newer and thread_id not in found:
                 found[thread_id] = checkpoint_id
                 if len(found) == need:
                     break
-        if len(keys) < _PAGE:
+        if len(key_names) < _PAGE:
             break
-        stop = keys[-1]
+        stop = key_names[-1]
     if len(found) < need:
         others = [
             thread_id
-            for key in store.keys(K.ACTIVITY, start=period, stop=period + "\U0010ffff")
-            if (thread_id := K.parse_activity_key(key)[1]) not in newer and thread_id not in found
+            for key in store.keys(keys.ACTIVITY, start=period, stop=period + "\U0010ffff")
+            if (thread_id := keys.parse_activity_key(key)[1]) not in newer
+            and thread_id not in found
         ]
         rest = [(t, newest) for t in others if (newest := newest_checkpoint(store, t))]
         rest.sort(key=lambda item: (item[1], item[0]), reverse=True)
@@ -219,11 +220,11 @@ def _newest_in_period(
 def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
     """The newest checkpoint id of a thread, over its namespaces."""
     newest = None
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
-        if K.parse_scope(namespace) is None:
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
+        if keys.parse_scope(namespace) is None:
             continue
         for key in store.keys(namespace, reverse=True, limit=1):
-            checkpoint_id = K.parse_entry_key(key)[0]
+            checkpoint_id = keys.parse_entry_key(key)[0]
             if newest is None or checkpoint_id > newest:
                 newest = checkpoint_id
     return newest
@@ -231,7 +232,7 @@ def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
 
 def newest_period(store: BaseStore, thread_id: str) -> str | None:
     """The newest activity period a thread records, or None."""
-    found = store.keys(K.periods(thread_id), reverse=True, limit=1)
+    found = store.keys(keys.periods(thread_id), reverse=True, limit=1)
     return found[0] if found else None
 
 
@@ -257,12 +258,12 @@ def settle(store: BaseStore, thread_id: str) -> None:
         period = None if newest is None else made_period(newest)
         if newest is not None and period is None:
             return
-        recorded = store.keys(K.periods(thread_id))
+        recorded = store.keys(keys.periods(thread_id))
         doomed = [p for p in recorded if period is None or p > period]
-        pairs = [(K.ACTIVITY, K.activity_key(p, thread_id)) for p in doomed]
-        pairs += [(K.periods(thread_id), p) for p in doomed]
+        pairs = [(keys.ACTIVITY, keys.activity_key(p, thread_id)) for p in doomed]
+        pairs += [(keys.periods(thread_id), p) for p in doomed]
         if newest is None:
-            pairs.append((K.REGISTRY, K.field(thread_id)))
+            pairs.append((keys.REGISTRY, keys.field(thread_id)))
         for start in range(0, len(pairs), _PAGE):
             store.delete_many(pairs[start : start + _PAGE])
         if period is not None:
@@ -273,45 +274,50 @@ def settle(store: BaseStore, thread_id: str) -> None:
 
 def thread_count(store: BaseStore) -> int:
     """How many threads have checkpoints."""
-    return store.count(K.REGISTRY)
+    return store.count(keys.REGISTRY)
 
 
 def idle_entries(store: BaseStore, cutoff: str, limit: int) -> list[tuple[str, str]]:
     """Up to ``limit`` activity entries ``(period, thread)`` of periods up to ``cutoff``,
     oldest first."""
     stop = cutoff + "\U0010ffff"
-    return [K.parse_activity_key(key) for key in store.keys(K.ACTIVITY, stop=stop, limit=limit)]
+    return [
+        keys.parse_activity_key(key) for key in store.keys(keys.ACTIVITY, stop=stop, limit=limit)
+    ]
 
 
 def thread_entries(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     """The checkpoint index entries of one thread's checkpoints, from its namespaces."""
     pairs = []
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
-        scope = K.parse_scope(namespace)
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
+        scope = keys.parse_scope(namespace)
         if scope is None:
             continue
         for key in store.keys(namespace):
-            if key[-1] == K.CHECKPOINT:
-                pairs.append((K.INDEX, K.index_key(K.checkpoint_id_of(key), *scope)))
+            if key[-1] == keys.CHECKPOINT:
+                pairs.append((keys.INDEX, keys.index_key(keys.checkpoint_id_of(key), *scope)))
     return pairs
 
 
 def thread_activity(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     """The activity entries of one thread, from its record of its periods."""
-    return [(K.ACTIVITY, K.activity_key(p, thread_id)) for p in store.keys(K.periods(thread_id))]
+    return [
+        (keys.ACTIVITY, keys.activity_key(p, thread_id))
+        for p in store.keys(keys.periods(thread_id))
+    ]
 
 
 def forget_thread(store: BaseStore, thread_id: str, index: Iterable[tuple[str, str]]) -> None:
     """Delete a deleted thread's registry entry and index entries (``index``: its
     checkpoints' and activity entries, read before its namespaces went)."""
-    pairs = [(K.REGISTRY, K.field(thread_id)), *index]
+    pairs = [(keys.REGISTRY, keys.field(thread_id)), *index]
     for start in range(0, len(pairs), _PAGE):
         store.delete_many(pairs[start : start + _PAGE])
 
 
 def indexed(store: BaseStore) -> bool:
     """Whether the store's indexes hold every checkpoint and thread (its marker says so)."""
-    return bool(store.get_many([(K.META, _INDEXED)])[0] == _VERSION)
+    return bool(store.get_many([(keys.META, _INDEXED)])[0] == _VERSION)
 
 
 def start_indexing(store: BaseStore) -> list[tuple[str, str, Any]]:
@@ -322,8 +328,8 @@ def start_indexing(store: BaseStore) -> list[tuple[str, str, Any]]:
     """
     if indexed(store):
         return []
-    if not store.namespaces(K.THREADS):
-        return [(K.META, _INDEXED, dumps(_VERSION))]
+    if not store.namespaces(keys.THREADS):
+        return [(keys.META, _INDEXED, dumps(_VERSION))]
     ensure_indexed(store)
     return []
 
@@ -339,15 +345,15 @@ def ensure_indexed(store: BaseStore) -> None:
         return
     rows: list[tuple[str, str, Any]] = []
     threads: dict[str, str] = {}
-    for namespace in store.namespaces(K.THREADS):
-        scope = K.parse_scope(namespace)
+    for namespace in store.namespaces(keys.THREADS):
+        scope = keys.parse_scope(namespace)
         if scope is None:
             continue
         thread_id, checkpoint_ns = scope
         for key in store.keys(namespace):
-            if key[-1] != K.CHECKPOINT:
+            if key[-1] != keys.CHECKPOINT:
                 continue
-            checkpoint_id = K.checkpoint_id_of(key)
+            checkpoint_id = keys.checkpoint_id_of(key)
             rows.append(index_entry(checkpoint_id, thread_id, checkpoint_ns))
             period = period_of(checkpoint_id)
             if period > threads.get(thread_id, ""):
@@ -360,4 +366,4 @@ def ensure_indexed(store: BaseStore) -> None:
     ensure = [entry for t, p in threads.items() for entry in activity_entries(t, p)]
     for start in range(0, len(ensure), _PAGE):
         store.set_many([], ensure=ensure[start : start + _PAGE], raw=True)
-    store.set(K.META, _INDEXED, _VERSION)
+    store.set(keys.META, _INDEXED, _VERSION)

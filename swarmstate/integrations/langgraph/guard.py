@@ -49,12 +49,12 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import keys
 from swarmstate.integrations.langgraph.values import LenderGone
 
 __all__ = ["GUARDS", "Guards", "Refusals", "fence_of"]
 
-GUARDS = K.ROOT + "g"
+GUARDS = keys.ROOT + "g"
 """The namespace of the guards, keyed by ``F(thread_id)``."""
 _ATTEMPTS = 20
 _HINTS = 4096
@@ -106,7 +106,7 @@ class Guards:
         self._guarded: set[str] = set()
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         rows = self.store.items(GUARDS, start=key, limit=1, raw=True)
         if rows and rows[0][0] == key:
             guard = loads(rows[0][1])
@@ -143,7 +143,7 @@ class Guards:
                 builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
         """
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         lent = [(ns, k, PRESENT) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
@@ -202,7 +202,9 @@ class Guards:
                     for namespace, checkpoint_id in built_on:
                         built_at = made_at(checkpoint_id)
                         if built_at is None or built_at <= float(deleted):
-                            tombstone.append((namespace, K.checkpoint_key(checkpoint_id), PRESENT))
+                            tombstone.append(
+                                (namespace, keys.checkpoint_key(checkpoint_id), PRESENT)
+                            )
             try:
                 set_many(
                     items,
@@ -269,7 +271,7 @@ class Guards:
         self, thread_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
     ) -> Any:
         """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None)."""
-        key = K.field(thread_id)
+        key = keys.field(thread_id)
         for _ in range(_ATTEMPTS):
             raw, guard = self._read(thread_id)
             new = change(dict(guard))
@@ -432,6 +434,6 @@ class Refusals:
             made = made_at(outer_id)
             if made is None or (fresh is not None and made >= fresh):
                 continue
-            if self.store.get_many([(outer, K.checkpoint_key(outer_id))], raw=True)[0] is None:
+            if self.store.get_many([(outer, keys.checkpoint_key(outer_id))], raw=True)[0] is None:
                 return True
         return False

@@ -30,9 +30,7 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CheckpointDeletedError, CorruptDataError
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import reads as R
+from swarmstate.integrations.langgraph import entry, keys, reads
 from swarmstate.integrations.langgraph.values import Context, Values
 
 __all__ = ["delta_history"]
@@ -55,20 +53,20 @@ class _Chain:
         self.groups: dict[str, _Group] = {}
         self._below: str | None = below  # the next page ends here; None once exhausted
         # Writes seen at the bottom of a page whose checkpoint is on the next one.
-        self._pending: R.Pending = ([], None)
+        self._pending: reads.Pending = ([], None)
 
     def get(self, checkpoint_id: str) -> _Group | None:
         """The group of ``checkpoint_id``, paging down to it when it sorts below what was read."""
         if checkpoint_id in self.groups:
             return self.groups[checkpoint_id]
-        head = K.ordered(checkpoint_id)
+        head = keys.ordered(checkpoint_id)
         while self._below is not None and head < self._below:
             self._page()
             if checkpoint_id in self.groups:
                 return self.groups[checkpoint_id]
-        start, stop = K.group_range(checkpoint_id)
+        start, stop = keys.group_range(checkpoint_id)
         rows = self.store.items(self.namespace, start=start, stop=stop, raw=True)
-        if not rows or rows[0][0] != start + K.CHECKPOINT:
+        if not rows or rows[0][0] != start + keys.CHECKPOINT:
             return None
         group = (rows[0][1], [value for _, value in rows[1:]])
         self.groups[checkpoint_id] = group
@@ -79,9 +77,9 @@ class _Chain:
         rows = self.store.items(
             self.namespace, stop=self._below, reverse=True, limit=_PAGE, raw=True
         )
-        found, self._pending = R.fold(rows, self._pending)
-        for checkpoint_id, entry, writes in found:
-            self.groups.setdefault(checkpoint_id, (entry, writes))
+        found, self._pending = reads.fold(rows, self._pending)
+        for checkpoint_id, stored_entry, writes in found:
+            self.groups.setdefault(checkpoint_id, (stored_entry, writes))
         self._below = rows[-1][0] if len(rows) == _PAGE else None
 
 
@@ -97,14 +95,14 @@ def delta_history(
     """The ``DeltaChannelHistory`` of each channel for one target checkpoint."""
     if not channels:
         return {}
-    namespace = K.scope(thread_id, checkpoint_ns)
+    namespace = keys.scope(thread_id, checkpoint_ns)
     if checkpoint_id is None:
         latest = store.keys(namespace, reverse=True, limit=1)
         if not latest:
             return {channel: {"writes": []} for channel in channels}
-        checkpoint_id = K.parse_entry_key(latest[0])[0]
+        checkpoint_id = keys.parse_entry_key(latest[0])[0]
     # The first page reaches up to the target's own group (its key and writes).
-    chain = _Chain(store, namespace, K.group_range(checkpoint_id)[1])
+    chain = _Chain(store, namespace, keys.group_range(checkpoint_id)[1])
     target = chain.get(checkpoint_id)
     if target is None:
         raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
@@ -125,10 +123,10 @@ def delta_history(
         decoded = _decode(values, serde, thread_id, checkpoint_ns, cursor, group[0])
         try:
             pending = (
-                R.pending_writes(serde, values.reviver, group[1], remaining) if group[1] else []
+                reads.pending_writes(serde, values.reviver, group[1], remaining) if group[1] else []
             )
         except CorruptDataError as exc:
-            raise R.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
+            raise reads.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
         for write in reversed(pending):
             collected[write[1]].append(list(write))
         # A channel ends at the first ancestor holding a value for it (after its writes).
@@ -150,8 +148,8 @@ def delta_history(
         (_, _, holder), channel = lost[0]
         # Damaged where the checkpoint holding the value exists, or where the
         # target does (it needs that value); else both were deleted meanwhile.
-        if not store.contains(namespace, K.checkpoint_key(holder)) and not store.contains(
-            namespace, K.checkpoint_key(checkpoint_id)
+        if not store.contains(namespace, keys.checkpoint_key(holder)) and not store.contains(
+            namespace, keys.checkpoint_key(checkpoint_id)
         ):
             raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
         raise CorruptDataError(
@@ -160,15 +158,15 @@ def delta_history(
             f"rebuilt, as the stored value it starts from (at checkpoint {holder!r}) "
             "is missing a chunk; the stored data is damaged or incomplete"
         )
-    if cut and not store.contains(namespace, K.checkpoint_key(checkpoint_id)):
+    if cut and not store.contains(namespace, keys.checkpoint_key(checkpoint_id)):
         raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
     seeds = {**legacy_seeds, **{ch: stored[a] for ch, a in seed_of.items() if a in stored}}
     result: dict[str, Any] = {}
     for channel in channels:
-        entry: dict[str, Any] = {"writes": [tuple(w) for w in reversed(collected[channel])]}
+        stored_entry: dict[str, Any] = {"writes": [tuple(w) for w in reversed(collected[channel])]}
         if channel in seeds:
-            entry["seed"] = seeds[channel]
-        result[channel] = entry
+            stored_entry["seed"] = seeds[channel]
+        result[channel] = stored_entry
     return result
 
 
@@ -188,18 +186,18 @@ def _decode(
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str,
-    entry: Any,
-) -> E.Decoded:
+    stored_entry: Any,
+) -> entry.Decoded:
     """The decoded entry; shared, so read only (a legacy entry, whose values a
     seed is taken from, is decoded anew every time)."""
     cache = values.entries_by_bytes
-    found: E.Decoded | None = cache.get(entry) if type(entry) is bytes else None
+    found: entry.Decoded | None = cache.get(stored_entry) if type(stored_entry) is bytes else None
     if found is not None:
         return found
     try:
-        decoded = E.decode(serde, entry)
+        decoded = entry.decode(serde, stored_entry)
     except CorruptDataError as exc:
-        raise R.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
-    if decoded.forms is not None and type(entry) is bytes and cache.budget:
-        cache.put(entry, decoded)
+        raise reads.corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
+    if decoded.forms is not None and type(stored_entry) is bytes and cache.budget:
+        cache.put(stored_entry, decoded)
     return decoded

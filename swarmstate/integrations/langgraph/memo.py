@@ -57,7 +57,7 @@ import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from swarmstate.integrations.langgraph import items as L
+from swarmstate.integrations.langgraph.items import array_header, header, item_ends, split
 
 __all__ = ["STRICT", "Contents", "Generations", "Memo"]
 
@@ -196,7 +196,7 @@ _DROPS: Final = 4
 
 def _header(data: bytes) -> tuple[int, int]:
     """``(item count, header length)`` of an array ``packb`` wrote."""
-    head = L.array_header(data)
+    head = array_header(data)
     assert head is not None  # packb was given a list
     return head
 
@@ -204,7 +204,7 @@ def _header(data: bytes) -> tuple[int, int]:
 def _item_starts(data: bytes, count: int) -> list[int]:
     """Where the first ``count + 1`` items of the msgpack array ``data`` start (fewer if short)."""
     length, skip = _header(data)
-    ends = L.item_ends(data, skip, min(count, length), fill=False)
+    ends = item_ends(data, skip, min(count, length), fill=False)
     return [skip, *(skip + end for end in ends)]
 
 
@@ -294,13 +294,13 @@ class Memo:
             kind, data = serde.dumps_typed([items[same + index] for index in missed])
             if kind != "msgpack":
                 return None
-            fresh = L.split(bytes(data))
+            fresh = split(bytes(data))
             if fresh is None or len(fresh) != len(missed):
                 return None
             for index, encoded in zip(missed, fresh, strict=True):
                 parts[index] = encoded
                 known.put(keys[index], encoded)
-        head = L.header(len(items))
+        head = header(len(items))
         joined: list[Any] = [head]
         starts = array("q", [len(head)])
         if same:

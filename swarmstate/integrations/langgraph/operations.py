@@ -16,14 +16,10 @@ from langgraph.checkpoint.base import DeltaChannelHistory
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError, InvalidArgumentError
-from swarmstate.integrations.langgraph import catalog
-from swarmstate.integrations.langgraph import config as C
-from swarmstate.integrations.langgraph import history as H
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import reads as R
-from swarmstate.integrations.langgraph import threads as T
+from swarmstate.integrations.langgraph import catalog, history, keys, reads, threads
 from swarmstate.integrations.langgraph.aio import AsyncMethods
 from swarmstate.integrations.langgraph.allowlist import Allowlist
+from swarmstate.integrations.langgraph.config import scope_of, thread_id_of
 from swarmstate.integrations.langgraph.guard import Guards, made_at, seconds_of
 from swarmstate.integrations.langgraph.pause import collector_held
 from swarmstate.integrations.langgraph.retention import (
@@ -75,7 +71,7 @@ class ThreadMethods(AsyncMethods):
         would issue a new token and fence off the holder's own running
         graph). A thread never claimed costs one lookup per write.
         """
-        thread_id = C.thread_id_of({"thread_id": thread_id})
+        thread_id = thread_id_of({"thread_id": thread_id})
         return self._guards.claim(thread_id, seconds_of(ttl))
 
     def renew(self, thread_id: str, token: int, *, ttl: datetime.timedelta | float = 300.0) -> None:
@@ -86,7 +82,7 @@ class ThreadMethods(AsyncMethods):
         :class:`~swarmstate.FencedError` when ``token`` is not the thread's
         newest claim (another worker took it over) or was released.
         """
-        thread_id = C.thread_id_of({"thread_id": thread_id})
+        thread_id = thread_id_of({"thread_id": thread_id})
         if type(token) is not int:
             raise InvalidArgumentError(f"token must be the int claim() returned, got {token!r}")
         self._guards.renew(thread_id, token, seconds_of(ttl))
@@ -99,7 +95,7 @@ class ThreadMethods(AsyncMethods):
 
     def release(self, thread_id: str, token: int) -> bool:
         """End the claim ``token`` of a thread; False if a newer claim replaced it."""
-        thread_id = C.thread_id_of({"thread_id": thread_id})
+        thread_id = thread_id_of({"thread_id": thread_id})
         if type(token) is not int:
             raise InvalidArgumentError(f"token must be the int claim() returned, got {token!r}")
         return self._guards.release(thread_id, token)
@@ -116,7 +112,7 @@ class ThreadMethods(AsyncMethods):
         """(thread, checkpoint_ns) pairs holding data under a namespace prefix."""
         found = []
         for namespace in self.store.namespaces(prefix):
-            parsed = K.parse_scope(namespace)
+            parsed = keys.parse_scope(namespace)
             if parsed is not None:
                 found.append(parsed)
         return found
@@ -124,14 +120,14 @@ class ThreadMethods(AsyncMethods):
     def list_threads(self) -> _List[str]:
         """The ids of every thread with checkpoints in the store, sorted."""
         if catalog.indexed(self.store):
-            return sorted(K.read_field(key, 0)[0] for key in self.store.keys(K.REGISTRY))
-        return T.list_threads(self.store)
+            return sorted(keys.read_field(key, 0)[0] for key in self.store.keys(keys.REGISTRY))
+        return threads.list_threads(self.store)
 
     def thread_count(self) -> int:
         """How many threads have checkpoints in the store (one count of an index)."""
         if catalog.indexed(self.store):
             return catalog.thread_count(self.store)
-        return len(T.list_threads(self.store))
+        return len(threads.list_threads(self.store))
 
     def recent_threads(self, *, limit: int | None = 20, offset: int = 0) -> _List[ThreadActivity]:
         """The threads written most recently first, a page of them.
@@ -174,7 +170,7 @@ class ThreadMethods(AsyncMethods):
 
         What deleting the thread would free (before the store's own overhead).
         """
-        return T.thread_size(self.store, C.thread_id_of({"thread_id": thread_id}))
+        return threads.thread_size(self.store, thread_id_of({"thread_id": thread_id}))
 
     def verify(self, thread_ids: Sequence[str] | None = None) -> _List[dict[str, str]]:
         """Read back every checkpoint (values and pending writes included); list what fails.
@@ -188,13 +184,15 @@ class ThreadMethods(AsyncMethods):
         """
         problems: _List[dict[str, str]] = []
         fresh = Values(self.store, 0)  # what is stored, not what this saver has cached
-        threads = self.list_threads() if thread_ids is None else [*thread_ids]
-        for thread_id in threads:
-            for checkpoint_ns in sorted(n for t, n in self._scopes(K.thread_prefix(thread_id))):
-                namespace = K.scope(thread_id, checkpoint_ns)
-                for checkpoint_id, entry, writes in R.groups(self.store.items, namespace, None, 64):
+        thread_list = self.list_threads() if thread_ids is None else [*thread_ids]
+        for thread_id in thread_list:
+            for checkpoint_ns in sorted(n for t, n in self._scopes(keys.thread_prefix(thread_id))):
+                namespace = keys.scope(thread_id, checkpoint_ns)
+                for checkpoint_id, entry, writes in reads.groups(
+                    self.store.items, namespace, None, 64
+                ):
                     try:
-                        row = R.decode(
+                        row = reads.decode(
                             self._reader(),
                             fresh,
                             thread_id,
@@ -204,9 +202,9 @@ class ThreadMethods(AsyncMethods):
                             writes,
                         )
                         if row is not None:
-                            R.complete(self._reader(), fresh, [row])
+                            reads.complete(self._reader(), fresh, [row])
                     except CorruptDataError as exc:
-                        foreign = R.foreign_types(entry, writes)
+                        foreign = reads.foreign_types(entry, writes)
                         problems.append(
                             {
                                 "thread_id": thread_id,
@@ -226,7 +224,7 @@ class ThreadMethods(AsyncMethods):
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint, value and write of one thread; other threads are untouched."""
-        T.delete_thread(self.store, self._values, C.thread_id_of({"thread_id": thread_id}))
+        threads.delete_thread(self.store, self._values, thread_id_of({"thread_id": thread_id}))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, value and write of one thread to another thread id.
@@ -238,9 +236,9 @@ class ThreadMethods(AsyncMethods):
         ``metadata["thread_id"]`` is the source's id gets the target's, and
         :meth:`delete_for_runs` of the source's runs leaves the copy alone.
         """
-        source = C.thread_id_of({"thread_id": source_thread_id})
-        target = C.thread_id_of({"thread_id": target_thread_id})
-        T.copy_thread(self.store, self.serde, source, target)
+        source = thread_id_of({"thread_id": source_thread_id})
+        target = thread_id_of({"thread_id": target_thread_id})
+        threads.copy_thread(self.store, self.serde, source, target)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.
@@ -262,7 +260,7 @@ class ThreadMethods(AsyncMethods):
         for run_id in run_ids:
             if type(run_id) is not str:
                 raise InvalidArgumentError(f"run ids must be str, got {type(run_id).__name__}")
-        T.delete_for_runs(self.store, self._values, self.serde, set(run_ids))
+        threads.delete_for_runs(self.store, self._values, self.serde, set(run_ids))
 
     def prune(
         self,
@@ -303,10 +301,10 @@ class ThreadMethods(AsyncMethods):
                 raise InvalidArgumentError(f"keep_last must be a positive int, got {keep_last!r}")
             if strategy != "keep_latest":
                 raise InvalidArgumentError("keep_last applies to strategy='keep_latest' only")
-        threads = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
-        for thread_id in threads:
+        thread_list = [thread_id_of({"thread_id": raw}) for raw in thread_ids]
+        for thread_id in thread_list:
             if strategy == "delete":
-                T.delete_thread(self.store, self._values, thread_id)
+                threads.delete_thread(self.store, self._values, thread_id)
             else:
                 self._retainer.thread(self.serde, thread_id, keep_last or 1, None, dry_run=False)
 
@@ -347,7 +345,7 @@ class ThreadMethods(AsyncMethods):
         if thread_ids is not None:
             if isinstance(thread_ids, str):
                 raise InvalidArgumentError("thread_ids must be a sequence of ids, not one str")
-            thread_ids = [C.thread_id_of({"thread_id": raw}) for raw in thread_ids]
+            thread_ids = [thread_id_of({"thread_id": raw}) for raw in thread_ids]
         if progress is not None and not callable(progress):
             raise InvalidArgumentError(f"progress must be callable, got {progress!r}")
         return self._retainer.run(
@@ -392,11 +390,11 @@ class ThreadMethods(AsyncMethods):
         collector is held off while it runs (:mod:`.pause`): it returns
         many new objects and no garbage.
         """
-        conf, thread_id, checkpoint_ns = C.scope_of(config)
+        conf, thread_id, checkpoint_ns = scope_of(config)
         with collector_held():
             return self._allowlist.read(
                 self.serde,
-                lambda reader: H.delta_history(
+                lambda reader: history.delta_history(
                     self.store,
                     self._values,
                     reader,

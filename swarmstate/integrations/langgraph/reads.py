@@ -16,9 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError
-from swarmstate.integrations.langgraph import config as C
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import config, entry, keys
 from swarmstate.integrations.langgraph.pack import unpack
 from swarmstate.integrations.langgraph.revive import Reviver
 from swarmstate.integrations.langgraph.values import Values, head_of
@@ -57,10 +55,12 @@ def fold(rows: list[tuple[str, Any]], pending: Pending) -> tuple[list[Group], Pe
     """
     out: list[Group] = []
     writes, writes_head = pending
-    end = K.ID_END
+    end = keys.ID_END
     for key, value in rows:
-        if key[-1] == K.CHECKPOINT:
-            out.append((K.checkpoint_id_of(key), value, writes if writes_head == key[:-1] else []))
+        if key[-1] == keys.CHECKPOINT:
+            out.append(
+                (keys.checkpoint_id_of(key), value, writes if writes_head == key[:-1] else [])
+            )
             writes, writes_head = [], None
         else:
             head = key[: key.index(end) + 2]
@@ -148,7 +148,7 @@ def decode(
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str,
-    entry: Any,
+    stored_entry: Any,
     writes: list[Any],
     filter: dict[str, Any] | None = None,
 ) -> Found | None:
@@ -159,9 +159,9 @@ def decode(
     Channel values stored beside the entry are read by :func:`complete`.
     """
     try:
-        if filter and not C.matches(E.head(serde, entry)[0], filter):
+        if filter and not config.matches(entry.head(serde, stored_entry)[0], filter):
             return None
-        decoded = E.decode(serde, entry)
+        decoded = entry.decode(serde, stored_entry)
         pending = pending_writes(serde, values.reviver, writes) if writes else []
     except CorruptDataError as exc:
         raise corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
@@ -225,7 +225,7 @@ def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointT
             if parent_id
             else None
         )
-        config = {
+        run_config = {
             "configurable": {
                 "thread_id": thread_id,
                 "checkpoint_ns": checkpoint_ns,
@@ -233,7 +233,7 @@ def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointT
             }
         }
         # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
-        out.append(_new_tuple(CheckpointTuple, (config, checkpoint, metadata, parent, writes)))
+        out.append(_new_tuple(CheckpointTuple, (run_config, checkpoint, metadata, parent, writes)))
     return out
 
 
@@ -242,7 +242,7 @@ def _deleted(values: Values, rows: list[tuple[Found, str]]) -> set[tuple[str, st
 
     Each row comes with the channel whose stored bytes were missing.
     """
-    pairs = [(K.scope(row[0], row[1]), K.checkpoint_key(row[2])) for row, _ in rows]
+    pairs = [(keys.scope(row[0], row[1]), keys.checkpoint_key(row[2])) for row, _ in rows]
     present = values.store.get_many(pairs, raw=True)
     for (row, channel), found in zip(rows, present, strict=True):
         if found is not None:
@@ -258,15 +258,15 @@ _PLAIN_TYPES = frozenset({"msgpack", "json", "null", "bytes", "bytearray"})
 """The type names LangGraph's own serializer writes and reads without a cipher."""
 
 
-def foreign_types(entry: Any, writes: list[Any]) -> set[str]:
+def foreign_types(stored_entry: Any, writes: list[Any]) -> set[str]:
     """Type names in a checkpoint's stored entry and writes that LangGraph's serializer
     does not read by itself (an encrypting serializer's ``msgpack+aes``, say)."""
     names: set[str] = set()
     try:
-        if type(entry) is bytes:
-            entry = E.inflated(entry)
-        if type(entry) is bytes and entry[:1] in (b"\x96", b"\x97"):
-            typed = loads(entry)
+        if type(stored_entry) is bytes:
+            stored_entry = entry.inflated(stored_entry)
+        if type(stored_entry) is bytes and stored_entry[:1] in (b"\x96", b"\x97"):
+            typed = loads(stored_entry)
             names.update(t for t in (typed[0], typed[2]) if type(t) is str)
             forms = typed[6] if len(typed) == 7 and type(typed[6]) is dict else {}
             names.update(f[1] for f in forms.values() if type(f) is list and len(f) > 1)

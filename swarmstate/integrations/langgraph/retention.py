@@ -31,11 +31,7 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import InvalidArgumentError
-from swarmstate.integrations.langgraph import catalog
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import reads as R
-from swarmstate.integrations.langgraph import threads as T
+from swarmstate.integrations.langgraph import catalog, entry, keys, reads, threads
 from swarmstate.integrations.langgraph.values import Values, scan
 
 __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
@@ -149,7 +145,7 @@ class _Row:
     parent_id: str | None
     metadata: dict[str, Any]
     versions: dict[str, Any]
-    decoded: E.Decoded
+    decoded: entry.Decoded
     ts: str
     size: int
     writes: list[tuple[str, int]]  # (key, stored bytes)
@@ -186,17 +182,17 @@ class Retainer:
             return self.sweep(serde, cutoff, None, dry_run, progress)
         report = RetentionReport(dry_run=dry_run)
         if thread_ids is None:
-            threads = (
-                sorted(K.read_field(key, 0)[0] for key in self.store.keys(K.REGISTRY))
+            thread_list = (
+                sorted(keys.read_field(key, 0)[0] for key in self.store.keys(keys.REGISTRY))
                 if catalog.indexed(self.store)
-                else T.list_threads(self.store)
+                else threads.list_threads(self.store)
             )
         else:
-            threads = sorted(set(thread_ids))
-        for done, thread_id in enumerate(threads, 1):
+            thread_list = sorted(set(thread_ids))
+        for done, thread_id in enumerate(thread_list, 1):
             report.add(self.thread(serde, thread_id, keep_last, cutoff, dry_run))
             if progress is not None:
-                progress(done, len(threads))
+                progress(done, len(thread_list))
         return report
 
     def sweep(
@@ -235,7 +231,7 @@ class Retainer:
             if thread_id not in keep:
                 report.threads_examined += 1
                 keep[thread_id] = None
-                scopes = T.scopes_of(self.store, thread_id)
+                scopes = threads.scopes_of(self.store, thread_id)
                 newest = catalog.newest_checkpoint(self.store, thread_id) if scopes else None
                 if newest is not None and self._idle(serde, scopes, cutoff):
                     gone = self.thread(serde, thread_id, None, cutoff, dry_run)
@@ -251,9 +247,9 @@ class Retainer:
             if progress is not None:
                 progress(count, len(entries))
         if stale and not dry_run:
-            pairs = [(K.ACTIVITY, K.activity_key(p, t)) for p, t in stale]
-            pairs += [(K.periods(t), p) for p, t in stale]
-            T.delete_pairs(self.store, pairs)
+            pairs = [(keys.ACTIVITY, keys.activity_key(p, t)) for p, t in stale]
+            pairs += [(keys.periods(t), p) for p, t in stale]
+            threads.delete_pairs(self.store, pairs)
         return report
 
     def thread(
@@ -266,7 +262,7 @@ class Retainer:
     ) -> RetentionReport:
         """Retention for one thread: expire it whole when idle, else keep its newest."""
         report = RetentionReport(dry_run=dry_run)
-        scopes = T.scopes_of(self.store, thread_id)
+        scopes = threads.scopes_of(self.store, thread_id)
         if not scopes:
             return report
         report.threads_examined = 1
@@ -279,31 +275,31 @@ class Retainer:
             indexes = [
                 *catalog.thread_entries(self.store, thread_id),
                 *catalog.thread_activity(self.store, thread_id),
-                (K.REGISTRY, K.field(thread_id)),
+                (keys.REGISTRY, keys.field(thread_id)),
             ]
             size = self.store.footprint
-            report.bytes_freed = _entry_bytes(self.store, K.thread_prefix(thread_id)) + sum(
+            report.bytes_freed = _entry_bytes(self.store, keys.thread_prefix(thread_id)) + sum(
                 size(namespace, key, len(catalog.NIL)) for namespace, key in indexes
             )
             # Looked at again right before: a thread that came back to life
             # meanwhile is kept whole.
             if not dry_run and self._idle(serde, scopes, cutoff):
-                T.delete_thread(self.store, self.values, thread_id)
+                threads.delete_thread(self.store, self.values, thread_id)
             return report
         if keep_last is None:
             return report
         if dry_run:
             return self._keep(serde, thread_id, scopes, keep_last, report)
-        with T.leased(self.store, thread_id):
+        with threads.leased(self.store, thread_id):
             return self._keep(
-                serde, thread_id, T.scopes_of(self.store, thread_id), keep_last, report
+                serde, thread_id, threads.scopes_of(self.store, thread_id), keep_last, report
             )
 
     def _idle(self, serde: Any, scopes: list[tuple[str, str]], cutoff: datetime.datetime) -> bool:
         """Whether the newest checkpoint of every namespace is older than ``cutoff``."""
         for scope in scopes:
-            for _, entry, _ in R.groups(self.store.items, K.scope(*scope), None, 4):
-                ts = E.decode(serde, entry).checkpoint.get("ts")
+            for _, stored_entry, _ in reads.groups(self.store.items, keys.scope(*scope), None, 4):
+                ts = entry.decode(serde, stored_entry).checkpoint.get("ts")
                 if not isinstance(ts, str) or _moment(ts) >= cutoff:
                     return False
                 break  # the newest checkpoint is the one that counts
@@ -331,12 +327,14 @@ class Retainer:
         for thread, checkpoint_ns in scopes:
             rows = self._rows(serde, thread, checkpoint_ns)
             kept = _needed(rows, keep)
-            namespace = K.scope(thread, checkpoint_ns)
+            namespace = keys.scope(thread, checkpoint_ns)
             for row in rows:
                 if row.key not in kept:
                     doomed.append((namespace, row))
                 elif report.dry_run and row.decoded.forms is not None:
-                    T.add_references(thread, checkpoint_ns, row.decoded, kept_chunks, kept_earlier)
+                    threads.add_references(
+                        thread, checkpoint_ns, row.decoded, kept_chunks, kept_earlier
+                    )
         if not doomed:
             return report
         report.checkpoints_deleted = len(doomed)
@@ -344,12 +342,12 @@ class Retainer:
         report.bytes_freed = sum(
             size(namespace, row.key, row.size)
             + sum(size(namespace, key, n) for key, n in row.writes)
-            + size(K.INDEX, _index_key(namespace, row), len(catalog.NIL))
+            + size(keys.INDEX, _index_key(namespace, row), len(catalog.NIL))
             for namespace, row in doomed
         )
         if report.dry_run:
-            stored = T.stored_values(self.store, thread_id)
-            gone = T.dead(thread_id, stored, kept_chunks, kept_earlier)
+            stored = threads.stored_values(self.store, thread_id)
+            gone = threads.dead(thread_id, stored, kept_chunks, kept_earlier)
         else:
             # Newest first, checkpoints before their writes: a reader never meets
             # a live checkpoint whose writes or values are gone, nor one whose
@@ -360,9 +358,9 @@ class Retainer:
                 for namespace, row in doomed
                 for key in (row.key, *(key for key, _ in row.writes))
             ]
-            pairs += [(K.INDEX, _index_key(namespace, row)) for namespace, row in doomed]
-            T.delete_pairs(self.store, pairs)
-            gone = T.sweep(self.store, serde, thread_id)
+            pairs += [(keys.INDEX, _index_key(namespace, row)) for namespace, row in doomed]
+            threads.delete_pairs(self.store, pairs)
+            gone = threads.sweep(self.store, serde, thread_id)
         report.bytes_freed += sum(size(namespace, key, n) for namespace, key, n in gone)
         return report
 
@@ -370,14 +368,16 @@ class Retainer:
         """Every checkpoint of a namespace, newest first, with its writes' keys and sizes."""
         rows: list[_Row] = []
         writes: list[tuple[str, int]] = []
-        for key, entry in scan(self.store, K.scope(thread_id, checkpoint_ns), reverse=True):
-            if key[-1] != K.CHECKPOINT:
-                writes.append((key, len(entry)))
+        for key, stored_entry in scan(
+            self.store, keys.scope(thread_id, checkpoint_ns), reverse=True
+        ):
+            if key[-1] != keys.CHECKPOINT:
+                writes.append((key, len(stored_entry)))
                 continue
             head = key[:-1]
             mine = [w for w in writes if w[0].startswith(head)]
             writes = []
-            decoded = E.decode(serde, entry)
+            decoded = entry.decode(serde, stored_entry)
             rows.append(
                 _Row(
                     key,
@@ -386,7 +386,7 @@ class Retainer:
                     decoded.checkpoint["channel_versions"],
                     decoded,
                     str(decoded.checkpoint.get("ts", "")),
-                    len(entry),
+                    len(stored_entry),
                     mine,
                 )
             )
@@ -427,7 +427,7 @@ class Retainer:
 def _needed(rows: list[_Row], keep: int) -> set[str]:
     """Keys of the checkpoints to keep: the newest ``keep`` and their delta ancestors."""
     kept = {row.key for row in rows[:keep]}
-    by_id = {K.parse_entry_key(row.key)[0]: row for row in rows}
+    by_id = {keys.parse_entry_key(row.key)[0]: row for row in rows}
     for row in rows[:keep]:
         delta = row.metadata.get("counters_since_delta_snapshot")
         if not isinstance(delta, dict):
@@ -446,9 +446,9 @@ def _needed(rows: list[_Row], keep: int) -> set[str]:
 
 def _index_key(namespace: str, row: _Row) -> str:
     """The checkpoint index key of a row of the checkpoint namespace ``namespace``."""
-    scope = K.parse_scope(namespace)
+    scope = keys.parse_scope(namespace)
     assert scope is not None  # the rows of a plan come from checkpoint namespaces
-    return K.index_key(K.checkpoint_id_of(row.key), *scope)
+    return keys.index_key(keys.checkpoint_id_of(row.key), *scope)
 
 
 def _stores(row: _Row, channel: str) -> bool:

@@ -46,9 +46,15 @@ from swarmstate._checks import hide_password
 from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate.backends.memory import Store
-from swarmstate.integrations.langgraph import catalog
-from swarmstate.integrations.langgraph import config as C
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import catalog, keys
+from swarmstate.integrations.langgraph.config import (
+    checkpoint_ns_of,
+    configurable,
+    matches,
+    scope_of,
+    stored_metadata,
+    thread_id_of,
+)
 from swarmstate.integrations.langgraph.pack import pack
 
 try:
@@ -64,13 +70,8 @@ try:
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from swarmstate.integrations.langgraph import allowlist
-
     # These need msgpack, from the same extra.
-    from swarmstate.integrations.langgraph import entry as E
-    from swarmstate.integrations.langgraph import guard as G
-    from swarmstate.integrations.langgraph import reads as R
-    from swarmstate.integrations.langgraph import threads as T
+    from swarmstate.integrations.langgraph import allowlist, entry, guard, reads, threads
     from swarmstate.integrations.langgraph.allowlist import Allowlist
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
@@ -238,7 +239,7 @@ class SwarmStateSaver(ThreadMethods):
         self._typed = False  # True once the serializer wrote a non-msgpack entry
         self._run_names: dict[str, tuple[str, str]] = {}
         # What the tombstones that refused this saver's writes say about later ones.
-        self._refusals = G.Refusals(self.store)
+        self._refusals = guard.Refusals(self.store)
         # Whether the store is known to hold complete store-wide indexes (catalog); the
         # first put makes them so.
         self._indexed = False
@@ -327,7 +328,7 @@ class SwarmStateSaver(ThreadMethods):
         Handy for reading snapshot diffs: ``saver.parse_namespace(ns)`` for each
         ``(ns, key)`` says which thread changed.
         """
-        return K.parse_scope(namespace)
+        return keys.parse_scope(namespace)
 
     # -- writes ----------------------------------------------------------
 
@@ -344,7 +345,7 @@ class SwarmStateSaver(ThreadMethods):
         inside), the chunks of the bytes no earlier version holds, and the
         run's index entries.
         """
-        conf, thread_id, checkpoint_ns = C.scope_of(config)
+        conf, thread_id, checkpoint_ns = scope_of(config)
         checkpoint_id = checkpoint["id"]
         if type(checkpoint_id) is not str or not checkpoint_id:
             raise InvalidArgumentError(
@@ -354,8 +355,8 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"new_versions must be a mapping of channel to version, got {new_versions!r}"
             )
-        stored_metadata = C.stored_metadata(config, metadata, _EXCLUDED_METADATA)
-        run_id = stored_metadata.get("run_id")
+        kept_metadata = stored_metadata(config, metadata, _EXCLUDED_METADATA)
+        run_id = kept_metadata.get("run_id")
         if type(run_id) is not str:
             run_id = None
         parent_id = conf.get("checkpoint_id") or None
@@ -371,7 +372,7 @@ class SwarmStateSaver(ThreadMethods):
                 thread_id,
                 checkpoint_ns,
                 checkpoint,
-                stored_metadata,
+                kept_metadata,
                 new_versions,
                 run_id,
                 parent_id,
@@ -386,7 +387,7 @@ class SwarmStateSaver(ThreadMethods):
                 thread_id,
                 checkpoint_ns,
                 checkpoint,
-                stored_metadata,
+                kept_metadata,
                 new_versions,
                 run_id,
                 parent_id,
@@ -433,7 +434,7 @@ class SwarmStateSaver(ThreadMethods):
         parent: Head | None = _NO_PARENT
         parent_pair = outer = outer_pair = None
         if parent_id and not whole:
-            parent_pair = (namespace, K.checkpoint_key(parent_id))
+            parent_pair = (namespace, keys.checkpoint_key(parent_id))
             # The parent is usually the checkpoint this saver just wrote: in the cache.
             parent = self._values.heads.get(
                 (thread_id, checkpoint_ns, parent_id)
@@ -442,9 +443,9 @@ class SwarmStateSaver(ThreadMethods):
             # A subgraph's first checkpoint: its values are compared with the
             # enclosing graph's checkpoint it runs under (the nearest one).
             outer_ns, outer_id = built_on[-1]
-            outer_scope = K.parse_scope(outer_ns)
+            outer_scope = keys.parse_scope(outer_ns)
             if outer_scope is not None:
-                outer_pair = (outer_ns, K.checkpoint_key(outer_id))
+                outer_pair = (outer_ns, keys.checkpoint_key(outer_id))
                 outer = self._values.parent_head(serde, thread_id, outer_scope[1], outer_id)
         stored: Mapping[str, Any] = new_versions
         if parent is None or whole:
@@ -469,17 +470,17 @@ class SwarmStateSaver(ThreadMethods):
         head = dict(checkpoint)  # the checkpoint without its values
         head.pop("channel_values", None)
         parts = (serde, head, stored_metadata, parent_id, run_id, built.forms)
-        data = None if self._typed else E.encode(*parts)
+        data = None if self._typed else entry.encode(*parts)
         if data is None:
             # The serializer writes another format: typed pairs from now on,
             # without first trying (and discarding) a whole-entry document.
             self._typed = True
-            data = E.encode(*parts, typed=True)
+            data = entry.encode(*parts, typed=True)
         assert data is not None  # the typed layout always encodes
         if self._values.compress:
-            data = E.compressed(data)
+            data = entry.compressed(data)
         checkpoint_id = checkpoint["id"]
-        entry_key = K.checkpoint_key(checkpoint_id)
+        entry_key = keys.checkpoint_key(checkpoint_id)
         rows: _List[tuple[str, str, Any]] = [
             (namespace, entry_key, data),
             *built.rows,
@@ -502,7 +503,7 @@ class SwarmStateSaver(ThreadMethods):
             if names is None:
                 if len(self._run_names) > _NAMES_MAX:
                     self._run_names.clear()
-                names = self._run_names[run_id] = (K.run_namespace(run_id), K.field(run_id))
+                names = self._run_names[run_id] = (keys.run_namespace(run_id), keys.field(run_id))
             index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
         # Learned before the write: a write the store refuses teaches them too.
         allowlist.learn(built.classes)
@@ -510,7 +511,7 @@ class SwarmStateSaver(ThreadMethods):
         # the thread's claim, if any, is checked (guard).
         self._guards.write(
             thread_id,
-            G.fence_of(conf),
+            guard.fence_of(conf),
             built_on,
             rows,
             ensure=index,
@@ -552,7 +553,7 @@ class SwarmStateSaver(ThreadMethods):
                     and type(outer_id) is str
                     and outer_id
                 ):
-                    found.append((K.scope(thread_id, name), outer_id))
+                    found.append((keys.scope(thread_id, name), outer_id))
         if checkpoint_id:
             found.append((namespace, checkpoint_id))
         return found
@@ -575,10 +576,10 @@ class SwarmStateSaver(ThreadMethods):
         if refusals.refused(thread_id, deleted, [(namespace, checkpoint_id)]):
             # A run started since the deletion and already stored (no top-level
             # checkpoint of a refused run is): its subgraphs' are not the refused run's.
-            first = T.first_checkpoint(self.store, thread_id, "")
+            first = threads.first_checkpoint(self.store, thread_id, "")
             if first is not None:
                 refusals.started(thread_id, first)
-        taken = T.refuse(
+        taken = threads.refuse(
             self.store,
             self.serde,
             thread_id,
@@ -595,9 +596,9 @@ class SwarmStateSaver(ThreadMethods):
             if len(self._scope_names) > _NAMES_MAX:
                 self._scope_names.clear()
             names = (
-                K.scope(thread_id, checkpoint_ns),
-                K.runs_seen(thread_id, checkpoint_ns),
-                K.run_key(thread_id, checkpoint_ns),
+                keys.scope(thread_id, checkpoint_ns),
+                keys.runs_seen(thread_id, checkpoint_ns),
+                keys.run_key(thread_id, checkpoint_ns),
             )
             self._scope_names[(thread_id, checkpoint_ns)] = names
         return names
@@ -612,8 +613,8 @@ class SwarmStateSaver(ThreadMethods):
         """Store a task's pending writes: regular ones insert-or-ignore, special ones replace."""
         if not writes:
             return
-        conf = C.configurable(config)
-        thread_id = C.thread_id_of(conf)
+        conf = configurable(config)
+        thread_id = thread_id_of(conf)
         checkpoint_id = conf.get("checkpoint_id")
         if type(checkpoint_id) is not str or not checkpoint_id:
             raise InvalidArgumentError(
@@ -624,7 +625,7 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
-        checkpoint_ns = C.checkpoint_ns_of(conf)
+        checkpoint_ns = checkpoint_ns_of(conf)
         namespace = self._names(thread_id, checkpoint_ns)[0]
         built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id)
         refusals = self._refusals
@@ -639,14 +640,14 @@ class SwarmStateSaver(ThreadMethods):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
             packed = pack(raw) if self.compress and type(raw) is bytes else None
-            entry = (
+            stored_entry = (
                 namespace,
-                K.write_key(checkpoint_id, task_id, idx),
+                keys.write_key(checkpoint_id, task_id, idx),
                 [task_id, idx, task_path, channel, type_, raw]
                 if packed is None
                 else [task_id, idx, task_path, channel, type_, packed, len(raw)],
             )
-            (special if idx < 0 else regular).append(entry)
+            (special if idx < 0 else regular).append(stored_entry)
             found |= allowlist.classes_in(value, type_, raw)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
@@ -657,7 +658,7 @@ class SwarmStateSaver(ThreadMethods):
         try:
             self._guards.write(
                 thread_id,
-                G.fence_of(conf),
+                guard.fence_of(conf),
                 built_on,
                 special or regular,
                 if_absent=not special,
@@ -674,7 +675,7 @@ class SwarmStateSaver(ThreadMethods):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by ``config``, or the latest of its thread and namespace."""
-        conf, thread_id, checkpoint_ns = C.scope_of(config)
+        conf, thread_id, checkpoint_ns = scope_of(config)
         namespace = self._names(thread_id, checkpoint_ns)[0]
         checkpoint_id = conf.get("checkpoint_id")
         if checkpoint_id:
@@ -682,9 +683,9 @@ class SwarmStateSaver(ThreadMethods):
                 raise InvalidArgumentError(
                     f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
                 )
-            start, stop = K.group_range(checkpoint_id)
+            start, stop = keys.group_range(checkpoint_id)
             rows = self.store.items(namespace, start=start, stop=stop, raw=True)
-            if not rows or rows[0][0] != start + K.CHECKPOINT:
+            if not rows or rows[0][0] != start + keys.CHECKPOINT:
                 return None
             found = self._decode(
                 thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
@@ -693,14 +694,16 @@ class SwarmStateSaver(ThreadMethods):
         latest = self.store.items(namespace, reverse=True, limit=1, raw=True)
         if not latest:
             return None
-        key, entry = latest[0]
-        if key[-1] == K.CHECKPOINT:
+        key, stored_entry = latest[0]
+        if key[-1] == keys.CHECKPOINT:
             # Writes sort after their checkpoint: the last key being a checkpoint means none.
-            found = self._decode(thread_id, checkpoint_ns, K.checkpoint_id_of(key), entry, [])
+            found = self._decode(
+                thread_id, checkpoint_ns, keys.checkpoint_id_of(key), stored_entry, []
+            )
             one = self._one(found)
             if one is not None:
                 return one
-        for group in R.groups(self.store.items, namespace, None, 8):
+        for group in reads.groups(self.store.items, namespace, None, 8):
             # The newest that can be read: one deleted while it was read is skipped.
             one = self._one(self._decode(thread_id, checkpoint_ns, *group))
             if one is not None:
@@ -735,19 +738,19 @@ class SwarmStateSaver(ThreadMethods):
             raise InvalidArgumentError(
                 f"filter must be a dict of metadata entries, got {type(filter).__name__}"
             )
-        before_id = C.configurable(before).get("checkpoint_id") if before else None
+        before_id = configurable(before).get("checkpoint_id") if before else None
         if before_id is not None and type(before_id) is not str:
             raise InvalidArgumentError(f"before checkpoint_id must be a str, got {before_id!r}")
         only_id = None
         scopes: _List[tuple[str, str]] = []
         if config is not None:
-            conf = C.configurable(config)
-            thread_id = C.thread_id_of(conf)
+            conf = configurable(config)
+            thread_id = thread_id_of(conf)
             only_id = conf.get("checkpoint_id") or None
             if "checkpoint_ns" in conf:
-                scopes = [(thread_id, C.checkpoint_ns_of(conf))]
+                scopes = [(thread_id, checkpoint_ns_of(conf))]
             else:
-                scopes = self._scopes(K.thread_prefix(thread_id))
+                scopes = self._scopes(keys.thread_prefix(thread_id))
         if only_id is not None:
             if before_id is not None and only_id >= before_id:
                 return
@@ -761,7 +764,7 @@ class SwarmStateSaver(ThreadMethods):
                         }
                     }
                 )
-                if found is not None and C.matches(found.metadata, filter):
+                if found is not None and matches(found.metadata, filter):
                     yield found
                     if limit is not None:
                         limit -= 1
@@ -774,8 +777,8 @@ class SwarmStateSaver(ThreadMethods):
             merged = self._from_index(before_id)
         else:
             if config is None:  # a store not indexed yet: every thread namespace, merged
-                scopes = self._scopes(K.THREADS)
-            stop = K.ordered(before_id) if before_id else None
+                scopes = self._scopes(keys.THREADS)
+            stop = keys.ordered(before_id) if before_id else None
             # Without a filter the first page is exactly what the caller asked for.
             page = limit if limit is not None and not filter else 16
             streams = [self._tagged(t, n, stop, page) for t, n in scopes]
@@ -785,9 +788,11 @@ class SwarmStateSaver(ThreadMethods):
                 else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
             )
         remaining = limit
-        batch: _List[R.Found] = []
-        for thread_id, checkpoint_ns, checkpoint_id, entry, writes in merged:
-            row = self._decode(thread_id, checkpoint_ns, checkpoint_id, entry, writes, filter)
+        batch: _List[reads.Found] = []
+        for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
+            row = self._decode(
+                thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
+            )
             if row is None:
                 continue
             batch.append(row)
@@ -814,9 +819,9 @@ class SwarmStateSaver(ThreadMethods):
         """
         items = self.store.items
         for checkpoint_id, thread_id, checkpoint_ns in catalog.latest(self.store, before_id):
-            start, stop = K.group_range(checkpoint_id)
-            rows = items(K.scope(thread_id, checkpoint_ns), start=start, stop=stop, raw=True)
-            if rows and rows[0][0] == start + K.CHECKPOINT:
+            start, stop = keys.group_range(checkpoint_id)
+            rows = items(keys.scope(thread_id, checkpoint_ns), start=start, stop=stop, raw=True)
+            if rows and rows[0][0] == start + keys.CHECKPOINT:
                 yield thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
 
     def _indexes_complete(self) -> bool:
@@ -828,10 +833,10 @@ class SwarmStateSaver(ThreadMethods):
     def _tagged(
         self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
     ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        for checkpoint_id, entry, writes in R.groups(
-            self.store.items, K.scope(thread_id, checkpoint_ns), stop, page
+        for checkpoint_id, stored_entry, writes in reads.groups(
+            self.store.items, keys.scope(thread_id, checkpoint_ns), stop, page
         ):
-            yield thread_id, checkpoint_ns, checkpoint_id, entry, writes
+            yield thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes
 
     def _decode(
         self,
@@ -841,10 +846,10 @@ class SwarmStateSaver(ThreadMethods):
         entry: Any,
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
-    ) -> R.Found | None:
+    ) -> reads.Found | None:
         return self._allowlist.read(
             self.serde,
-            lambda reader: R.decode(
+            lambda reader: reads.decode(
                 reader,
                 self._values,
                 thread_id,
@@ -856,16 +861,16 @@ class SwarmStateSaver(ThreadMethods):
             ),
         )
 
-    def _complete(self, batch: _List[R.Found]) -> _List[CheckpointTuple]:
+    def _complete(self, batch: _List[reads.Found]) -> _List[CheckpointTuple]:
         return self._allowlist.read(
-            self.serde, lambda reader: R.complete(reader, self._values, batch)
+            self.serde, lambda reader: reads.complete(reader, self._values, batch)
         )
 
     def _reader(self) -> SerializerProtocol:
         """The serializer for reads: ``serde``, allowing the types the graphs wrote too."""
         return self._allowlist.reader(self.serde)  # type: ignore[no-any-return]
 
-    def _one(self, found: R.Found | None) -> CheckpointTuple | None:
+    def _one(self, found: reads.Found | None) -> CheckpointTuple | None:
         if found is None:
             return None
         done = self._complete([found])

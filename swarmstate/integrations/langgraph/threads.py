@@ -33,9 +33,7 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import ABSENT
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
-from swarmstate.integrations.langgraph import catalog
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
+from swarmstate.integrations.langgraph import catalog, entry, keys
 from swarmstate.integrations.langgraph.guard import Guards, made_at
 from swarmstate.integrations.langgraph.values import APART, CHUNKS, LIST, Values, chunks_of, scan
 
@@ -55,7 +53,7 @@ __all__ = [
     "thread_size",
 ]
 
-LEASES = K.ROOT + "l"
+LEASES = keys.ROOT + "l"
 """The namespace of the threads' leases, keyed by ``F(thread_id)``."""
 LEASE_TTL = 60.0
 """Seconds a lease lasts unless released: how long a holder that died delays the others."""
@@ -66,8 +64,8 @@ _BATCH = 256
 def list_threads(store: BaseStore) -> list[str]:
     """Every thread id with a checkpoint namespace in the store, sorted."""
     found = set()
-    for namespace in store.namespaces(K.THREADS):
-        scope = K.parse_scope(namespace)
+    for namespace in store.namespaces(keys.THREADS):
+        scope = keys.parse_scope(namespace)
         if scope is not None:
             found.add(scope[0])
     return sorted(found)
@@ -77,15 +75,15 @@ def scopes_of(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     """The ``(thread_id, checkpoint_ns)`` of every checkpoint namespace of one thread."""
     return [
         scope
-        for namespace in store.namespaces(K.thread_prefix(thread_id))
-        if (scope := K.parse_scope(namespace)) is not None
+        for namespace in store.namespaces(keys.thread_prefix(thread_id))
+        if (scope := keys.parse_scope(namespace)) is not None
     ]
 
 
 def thread_size(store: BaseStore, thread_id: str) -> int:
     """Bytes of every entry of a thread as stored: checkpoints, writes and chunks."""
     total = 0
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
         total += sum(len(value) for _, value in scan(store, namespace))
     return total
 
@@ -93,13 +91,13 @@ def thread_size(store: BaseStore, thread_id: str) -> int:
 def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     """Run index entries that point into one thread, from the runs it saw."""
     pairs = []
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
-        parsed = K.parse_runs_seen(namespace)
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
+        parsed = keys.parse_runs_seen(namespace)
         if parsed is None:
             continue
         for key in store.keys(namespace):
-            run_id = K.read_field(key, 0)[0]
-            pairs.append((K.run_namespace(run_id), K.run_key(*parsed)))
+            run_id = keys.read_field(key, 0)[0]
+            pairs.append((keys.run_namespace(run_id), keys.run_key(*parsed)))
     return pairs
 
 
@@ -118,7 +116,7 @@ def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
     if index:
         store.delete_many(index)
     entries = catalog.thread_entries(store, thread_id) + catalog.thread_activity(store, thread_id)
-    store.delete_prefix(K.thread_prefix(thread_id))
+    store.delete_prefix(keys.thread_prefix(thread_id))
     catalog.forget_thread(store, thread_id, entries)
 
 
@@ -135,19 +133,19 @@ def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
         return
     entries = catalog.thread_entries(store, source)
     seen = _runs_seen(store, target)
-    store.copy_prefix(K.thread_prefix(source), K.thread_prefix(target))
+    store.copy_prefix(keys.thread_prefix(source), keys.thread_prefix(target))
     copied = _runs_seen(store, target) - seen  # the source's runs, which never wrote here
     if copied:
         delete_pairs(store, sorted(copied))
     _retag(store, serde, source, target)
     rows = []
     for _, key in entries:
-        checkpoint_id, _, checkpoint_ns = K.parse_index_key(key)
+        checkpoint_id, _, checkpoint_ns = keys.parse_index_key(key)
         rows.append(catalog.index_entry(checkpoint_id, target, checkpoint_ns))
     if rows:
         for start in range(0, len(rows), _BATCH):
             store.set_many(rows[start : start + _BATCH], raw=True)
-        newest = max(K.parse_index_key(key)[0] for _, key in entries)
+        newest = max(keys.parse_index_key(key)[0] for _, key in entries)
         store.set_many(
             [], ensure=catalog.activity_entries(target, catalog.period_of(newest)), raw=True
         )
@@ -157,8 +155,8 @@ def _runs_seen(store: BaseStore, thread_id: str) -> set[tuple[str, str]]:
     """The thread's "runs seen" entries, as ``(namespace, key)`` pairs."""
     return {
         (namespace, key)
-        for namespace in store.namespaces(K.thread_prefix(thread_id))
-        if K.parse_runs_seen(namespace) is not None
+        for namespace in store.namespaces(keys.thread_prefix(thread_id))
+        if keys.parse_runs_seen(namespace) is not None
         for key in store.keys(namespace)
     }
 
@@ -168,16 +166,18 @@ def _retag(store: BaseStore, serde: Any, source: str, target: str) -> None:
 
     Only the metadata is encoded again (:func:`.entry.with_metadata`).
     """
-    for namespace in store.namespaces(K.thread_prefix(target)):
-        if K.parse_scope(namespace) is None:
+    for namespace in store.namespaces(keys.thread_prefix(target)):
+        if keys.parse_scope(namespace) is None:
             continue
         batch: list[tuple[str, str, Any]] = []
-        for key, entry in scan(store, namespace):
-            if key[-1] != K.CHECKPOINT:
+        for key, stored_entry in scan(store, namespace):
+            if key[-1] != keys.CHECKPOINT:
                 continue
-            metadata = E.head(serde, entry)[0]
+            metadata = entry.head(serde, stored_entry)[0]
             if metadata.get("thread_id") == source:
-                retagged = E.with_metadata(serde, entry, {**metadata, "thread_id": target})
+                retagged = entry.with_metadata(
+                    serde, stored_entry, {**metadata, "thread_id": target}
+                )
                 batch.append((namespace, key, retagged))
             if len(batch) == _BATCH:
                 store.set_many(batch, raw=True)
@@ -189,26 +189,30 @@ def _retag(store: BaseStore, serde: Any, source: str, target: str) -> None:
 def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[str]) -> None:
     """Remove the checkpoints (and their writes) whose metadata names one of ``wanted``."""
     scopes = {
-        K.parse_run_key(key) for run_id in wanted for key in store.keys(K.run_namespace(run_id))
+        keys.parse_run_key(key)
+        for run_id in wanted
+        for key in store.keys(keys.run_namespace(run_id))
     }
     for thread_id in sorted({scope[0] for scope in scopes}):
         with leased(store, thread_id):
             deleted = False
             for checkpoint_ns in sorted(ns for t, ns in scopes if t == thread_id):
-                namespace = K.scope(thread_id, checkpoint_ns)
+                namespace = keys.scope(thread_id, checkpoint_ns)
                 pairs: list[tuple[str, str]] = []
                 # Key order puts each checkpoint just before its own writes, which
                 # share its key up to the last character.
                 head: str | None = None
-                for key, entry in scan(store, namespace):
-                    if key[-1] == K.CHECKPOINT:
-                        head = key[:-1] if E.head(serde, entry)[2] in wanted else None
+                for key, stored_entry in scan(store, namespace):
+                    if key[-1] == keys.CHECKPOINT:
+                        head = key[:-1] if entry.head(serde, stored_entry)[2] in wanted else None
                         if head is None:
                             continue
                         pairs.append(
                             (
-                                K.INDEX,
-                                K.index_key(K.checkpoint_id_of(key), thread_id, checkpoint_ns),
+                                keys.INDEX,
+                                keys.index_key(
+                                    keys.checkpoint_id_of(key), thread_id, checkpoint_ns
+                                ),
                             )
                         )
                     elif head is None or not key.startswith(head):
@@ -227,9 +231,9 @@ def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[st
 
 def first_checkpoint(store: BaseStore, thread_id: str, checkpoint_ns: str) -> str | None:
     """The id of the oldest checkpoint of a thread namespace, or None."""
-    for key, _ in scan(store, K.scope(thread_id, checkpoint_ns), page=16):
-        if key[-1] == K.CHECKPOINT:
-            return K.checkpoint_id_of(key)
+    for key, _ in scan(store, keys.scope(thread_id, checkpoint_ns), page=16):
+        if key[-1] == keys.CHECKPOINT:
+            return keys.checkpoint_id_of(key)
     return None
 
 
@@ -266,7 +270,7 @@ def refuse(
             return False
         if (outer_ns, outer_id) not in absent:
             found = store.get_many(
-                [(K.scope(thread_id, outer_ns), K.checkpoint_key(outer_id))], raw=True
+                [(keys.scope(thread_id, outer_ns), keys.checkpoint_key(outer_id))], raw=True
             )
             absent[(outer_ns, outer_id)] = found[0] is None
         return absent[(outer_ns, outer_id)]
@@ -274,15 +278,15 @@ def refuse(
     taken: list[tuple[str, str]] = []
     pairs: list[tuple[str, str]] = []
     for scope in scopes_of(store, thread_id):
-        namespace = K.scope(*scope)
+        namespace = keys.scope(*scope)
         group: str | None = None
         doomed = False
-        for key, entry in scan(store, namespace):
-            entry_id, is_checkpoint = K.parse_entry_key(key)
+        for key, stored_entry in scan(store, namespace):
+            entry_id, is_checkpoint = keys.parse_entry_key(key)
             if entry_id != group:
                 group = entry_id
                 if is_checkpoint:
-                    parents = E.head(serde, entry)[0].get("parents")
+                    parents = entry.head(serde, stored_entry)[0].get("parents")
                     doomed = (scope[1] == checkpoint_ns and entry_id == checkpoint_id) or (
                         isinstance(parents, dict)
                         and any(
@@ -295,7 +299,7 @@ def refuse(
                     )
                     if doomed:
                         taken.append((namespace, entry_id))
-                        pairs.append((K.INDEX, K.index_key(entry_id, *scope)))
+                        pairs.append((keys.INDEX, keys.index_key(entry_id, *scope)))
                 else:  # pending writes whose checkpoint is not stored
                     doomed = gone(scope[1], entry_id)
             if doomed:
@@ -320,10 +324,10 @@ def references(serde: Any, store: BaseStore, thread_id: str) -> tuple[set[str], 
     chunks: set[str] = set()
     earlier: set[Any] = set()
     for _, checkpoint_ns in scopes_of(store, thread_id):
-        for key, entry in scan(store, K.scope(thread_id, checkpoint_ns)):
-            if key[-1] != K.CHECKPOINT:
+        for key, stored_entry in scan(store, keys.scope(thread_id, checkpoint_ns)):
+            if key[-1] != keys.CHECKPOINT:
                 continue
-            decoded = E.decode(serde, entry)
+            decoded = entry.decode(serde, stored_entry)
             if decoded.forms is not None:
                 add_references(thread_id, checkpoint_ns, decoded, chunks, earlier)
     return chunks, earlier
@@ -332,7 +336,7 @@ def references(serde: Any, store: BaseStore, thread_id: str) -> tuple[set[str], 
 def add_references(
     thread_id: str,
     checkpoint_ns: str,
-    decoded: E.Decoded,
+    decoded: entry.Decoded,
     chunks: set[str],
     earlier: set[Any],
 ) -> None:
@@ -344,22 +348,22 @@ def add_references(
         if code == CHUNKS:
             chunks.update(chunks_of(form))
         elif code == APART:
-            value_key = K.value_key(channel, versions.get(channel))
+            value_key = keys.value_key(channel, versions.get(channel))
             if value_key is not None:
-                earlier.add((K.values(thread_id, checkpoint_ns), value_key))
+                earlier.add((keys.values(thread_id, checkpoint_ns), value_key))
         elif code == LIST:
-            segments_ns = K.segments(thread_id, checkpoint_ns)
+            segments_ns = keys.segments(thread_id, checkpoint_ns)
             earlier.update((segments_ns, ref[0]) for ref in form[1])
 
 
 def stored_values(store: BaseStore, thread_id: str) -> dict[tuple[str, str], int]:
     """``(namespace, key) -> stored size`` of the thread's chunks, and of the value and
     segment entries of the earlier layout."""
-    chunks_ns = K.chunks(thread_id)
+    chunks_ns = keys.chunks(thread_id)
     found = {(chunks_ns, key): len(value) for key, value in scan(store, chunks_ns)}
-    for namespace in store.namespaces(K.thread_prefix(thread_id)):
-        if namespace.endswith((K.VALUES, K.SEGMENTS)) and K.parse_scope(
-            namespace[:-1] + K.CHECKPOINTS
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
+        if namespace.endswith((keys.VALUES, keys.SEGMENTS)) and keys.parse_scope(
+            namespace[:-1] + keys.CHECKPOINTS
         ):
             found.update(((namespace, key), len(value)) for key, value in scan(store, namespace))
     return found
@@ -369,7 +373,7 @@ def dead(
     thread_id: str, stored: dict[tuple[str, str], int], chunks: set[str], earlier: set[Any]
 ) -> list[tuple[str, str, int]]:
     """``(namespace, key, size)`` of ``stored`` entries that ``chunks`` and ``earlier`` miss."""
-    chunks_ns = K.chunks(thread_id)
+    chunks_ns = keys.chunks(thread_id)
     return [
         (namespace, key, size)
         for (namespace, key), size in stored.items()
@@ -401,7 +405,7 @@ def leased(store: BaseStore, thread_id: str, ttl: float = LEASE_TTL) -> Iterator
     :class:`ConflictError`). A lease ends when the body does, or after
     ``ttl`` seconds if its holder died.
     """
-    key = K.field(thread_id)
+    key = keys.field(thread_id)
     token = secrets.token_hex(8)
     deadline = time.monotonic() + _WAIT
     while True:
@@ -433,6 +437,6 @@ def leased(store: BaseStore, thread_id: str, ttl: float = LEASE_TTL) -> Iterator
 
 def delete_leases(store: BaseStore, thread_ids: Iterable[str]) -> None:
     """Forget the leases of threads that are gone."""
-    pairs = [(LEASES, K.field(thread_id)) for thread_id in thread_ids]
+    pairs = [(LEASES, keys.field(thread_id)) for thread_id in thread_ids]
     if pairs:
         store.delete_many(pairs)

@@ -61,10 +61,7 @@ import ormsgpack
 from swarmstate._base import BaseStore
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
-from swarmstate.integrations.langgraph import allowlist, legacy
-from swarmstate.integrations.langgraph import entry as E
-from swarmstate.integrations.langgraph import keys as K
-from swarmstate.integrations.langgraph import sharing as S
+from swarmstate.integrations.langgraph import allowlist, entry, keys, legacy, sharing
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, inflate_envelope, pack_envelope
 from swarmstate.integrations.langgraph.revive import Reviver
@@ -122,7 +119,7 @@ class Built(NamedTuple):
     forms: dict[str, list[Any]]
     lenders: set[Pair]
     """Checkpoint entries whose chunks the forms reference: they must still exist."""
-    written: list[tuple[str, str, Any, S.Version, Contents | None]]
+    written: list[tuple[str, str, Any, sharing.Version, Contents | None]]
     """``(channel, version id, channel version, bytes as stored, contents)`` to cache."""
     classes: set[type]
     """The classes the stored values bring to the state (:mod:`.allowlist`)."""
@@ -149,7 +146,7 @@ class Values:
         self.compress = compress
         # Version id -> its bytes and parts (a put compares with its parent's, a
         # read of a recent checkpoint needs no chunk).
-        self.versions: Generations[str, S.Version] = Generations(
+        self.versions: Generations[str, sharing.Version] = Generations(
             cache_bytes // 2 - cache_bytes // 16,
             lambda fid, version: len(version.data) + 24 * len(version.parts) + 128,
         )
@@ -160,7 +157,7 @@ class Values:
         # Decoded checkpoint entries by their stored bytes: a DeltaChannel history
         # walks the same ancestors for each checkpoint it rebuilds. Read-only for
         # its users; equal bytes, equal entry.
-        self.entries_by_bytes: Generations[bytes, E.Decoded] = Generations(
+        self.entries_by_bytes: Generations[bytes, entry.Decoded] = Generations(
             cache_bytes // 32, lambda data, _: 4 * len(data) + 256
         )
         self._memo = Memo(cache_bytes // 8)
@@ -198,11 +195,11 @@ class Values:
         found = self.heads.get((thread_id, checkpoint_ns, parent_id))
         if found is not None:
             return found
-        key = K.checkpoint_key(parent_id)
-        rows = self.store.items(K.scope(thread_id, checkpoint_ns), start=key, limit=1, raw=True)
+        key = keys.checkpoint_key(parent_id)
+        rows = self.store.items(keys.scope(thread_id, checkpoint_ns), start=key, limit=1, raw=True)
         if not rows or rows[0][0] != key:
             return None
-        decoded = E.decode(serde, rows[0][1])
+        decoded = entry.decode(serde, rows[0][1])
         head = head_of(decoded)
         if head is not None:
             self.remember(thread_id, checkpoint_ns, parent_id, head)
@@ -235,9 +232,9 @@ class Values:
         forms: dict[str, list[Any]] = {}
         rows: list[Entry] = []
         lenders: set[Pair] = set()
-        written: list[tuple[str, str, Any, S.Version, Contents | None]] = []
+        written: list[tuple[str, str, Any, sharing.Version, Contents | None]] = []
         classes: set[type] = set()
-        chunks_ns = K.chunks(thread_id)
+        chunks_ns = keys.chunks(thread_id)
         for channel, version in stored.items():
             if channel not in values:
                 continue  # no value at this version: a read leaves the channel out
@@ -278,12 +275,12 @@ class Values:
                 continue
             data = data if type(data) is bytes else bytes(data)
             if base is not None:
-                made_version, chunks = S.share(data, base[1])
+                made_version, chunks = sharing.share(data, base[1])
                 assert lender is not None  # a base always comes with its lender
                 lenders.add(lender)
             else:
-                made_version, chunks = S.whole(data)
-            fid = S.new_chunk_key()
+                made_version, chunks = sharing.whole(data)
+            fid = sharing.new_chunk_key()
             forms[channel] = [CHUNKS, kind, fid, [_stored_part(p) for p in made_version.parts]]
             rows.extend((chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks)
             written.append((channel, fid, version, made_version, contents))
@@ -313,7 +310,7 @@ class Values:
         channel: str,
         head: Head,
         pair: Pair | None,
-    ) -> tuple[tuple[str, S.Version] | None, Pair | None]:
+    ) -> tuple[tuple[str, sharing.Version] | None, Pair | None]:
         """``((version id, version), lender)`` a new version of ``channel`` is compared with.
 
         ``(None, None)`` when ``head`` has no value of the channel; ``(None,
@@ -345,11 +342,11 @@ class Values:
         first (a ``__copy__`` fork copies a recent checkpoint, so the search is
         short). A version found nowhere has no value (as in the reference saver).
         """
-        namespace = K.scope(thread_id, checkpoint_ns)
+        namespace = keys.scope(thread_id, checkpoint_ns)
         for key, data in scan(self.store, namespace, reverse=True):
-            if key[-1] != K.CHECKPOINT:
+            if key[-1] != keys.CHECKPOINT:
                 continue
-            decoded = E.decode(serde, data)
+            decoded = entry.decode(serde, data)
             head = head_of(decoded)
             if head is None:
                 continue  # an entry of the earlier layouts: nothing to take from it
@@ -456,12 +453,12 @@ class Values:
                 raise _corrupt(*asked[0], asked[1], exc) from exc
         return out, missing
 
-    def _read_version(self, thread_id: str, form: list[Any], context: Context) -> S.Version:
+    def _read_version(self, thread_id: str, form: list[Any], context: Context) -> sharing.Version:
         """The bytes of one ``CHUNKS`` form (cached by its id), read from the store if needed."""
         fid = form[2]
-        found: S.Version | None = self.versions.get(fid)
+        found: sharing.Version | None = self.versions.get(fid)
         if found is None:
-            made: dict[str, S.Version] = {}
+            made: dict[str, sharing.Version] = {}
             self._fetch({("c", thread_id, fid): (context, form)}, made)
             found = made.get(fid)
             if found is None:
@@ -471,7 +468,7 @@ class Values:
     def _fetch(
         self,
         wanted: dict[Any, tuple[Context, list[Any]]],
-        made: dict[str, S.Version] | None = None,
+        made: dict[str, sharing.Version] | None = None,
     ) -> dict[Any, Any]:
         """The serializer pairs of ``wanted`` (name -> asking context, form).
 
@@ -493,17 +490,17 @@ class Values:
                     kind, fid = form[1], form[2]
                     if type(kind) is not str or type(fid) is not str or type(form[3]) is not list:
                         raise DecodeError(f"a stored value is {form!r}")
-                    if len(form[3]) > S.MAX_PARTS:
+                    if len(form[3]) > sharing.MAX_PARTS:
                         # No writer stores more; a planted list must not be walked.
                         raise DecodeError(
                             f"a stored value names {len(form[3])} parts, more than the "
-                            f"{S.MAX_PARTS} a writer stores"
+                            f"{sharing.MAX_PARTS} a writer stores"
                         )
                     found = versions.get(fid)
                     if found is not None:
                         out[name] = (kind, found.data)
                         continue
-                    namespace = K.chunks(context[0])
+                    namespace = keys.chunks(context[0])
                     for key in chunks_of(form):
                         if type(key) is not str:
                             raise DecodeError(f"a stored value names a chunk as {key!r}")
@@ -535,17 +532,17 @@ class Values:
             except DecodeError as exc:
                 raise _corrupt(*wanted[name][0], "?", exc) from exc
             pieces = {}
-            for key in S.chunk_keys(parts):
+            for key in sharing.chunk_keys(parts):
                 found_chunk = fetched.get(key)
                 if found_chunk is None:
                     break
                 pieces[key] = found_chunk
             else:
                 try:
-                    data = S.assemble(parts, pieces)
+                    data = sharing.assemble(parts, pieces)
                 except ValueError as exc:
                     raise _corrupt(*wanted[name][0], "?", exc) from exc
-                version = S.version(data, parts)
+                version = sharing.version(data, parts)
                 versions.put(form[2], version)
                 if made is not None:
                     made[form[2]] = version
@@ -573,7 +570,7 @@ class Values:
                 refs[name] = tuple(legacy.parse_ref(ref) for ref in form[1])
             except (TypeError, ValueError, DecodeError) as exc:
                 raise _corrupt(*context, "?", exc) from exc
-            segments_ns = K.segments(context[0], context[1])
+            segments_ns = keys.segments(context[0], context[1])
             for ref in refs[name]:
                 owners.setdefault((segments_ns, ref.key), name)
         order = list(owners)
@@ -586,7 +583,7 @@ class Values:
                     raise _corrupt(*wanted[owners[pair]][0], "?", exc) from exc
         out = {}
         for name, (context, _) in wanted.items():
-            segments_ns = K.segments(context[0], context[1])
+            segments_ns = keys.segments(context[0], context[1])
             by_key = {
                 r.key: parsed[(segments_ns, r.key)]
                 for r in refs[name]
@@ -601,7 +598,7 @@ class Values:
         return out
 
 
-def head_of(decoded: E.Decoded) -> Head | None:
+def head_of(decoded: entry.Decoded) -> Head | None:
     """The head of a decoded entry; None for the earlier layouts (nothing to share with)."""
     forms = decoded.forms
     if forms is None or any(form[0] in (LIST, APART) for form in forms.values()):
@@ -647,20 +644,20 @@ def _name(context: Context, channel: str, version: Any, form: list[Any]) -> Any:
             raise _corrupt(*context, channel, DecodeError(f"a stored value is {form!r}"))
         return ("c", context[0], form[2])
     if code == APART:
-        key = K.value_key(channel, version)
+        key = keys.value_key(channel, version)
         if key is None:
             raise _corrupt(*context, channel, DecodeError(f"version {version!r}"))
-        return ("a", (K.values(context[0], context[1]), key), channel)
+        return ("a", (keys.values(context[0], context[1]), key), channel)
     if code == LIST:
         return ("l", context[0], context[1], channel, version)
     raise _corrupt(*context, channel, DecodeError(f"unknown value form {code!r}"))
 
 
-def _stored_part(part: S.Part) -> Any:
+def _stored_part(part: sharing.Part) -> Any:
     return list(part) if type(part) is tuple else part
 
 
-def _part(stored: Any) -> S.Part:
+def _part(stored: Any) -> sharing.Part:
     if type(stored) is bytes:
         return stored
     if (
