@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.data.config import Config
-from benchmarks.data.results import Results, pooled_rows
 
 from benchmarks import compare, report
 from benchmarks.harness import data, dict_stream
+from benchmarks.harness.config import Config
+from benchmarks.harness.results import Results, pooled_rows
 from benchmarks.sections.shapes import graphs
 from swarmstate._bench.conversation import Conversation, Replay
 
