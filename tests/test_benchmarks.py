@@ -370,7 +370,7 @@ def test_a_quick_run_measures_every_claim_and_changes_nothing_tracked(pg_conninf
         assert "runs/" in (ROOT / "benchmarks" / ".gitignore").read_text().split()
         doc = json.loads(written.read_text())
         # A call the many-threads section predicts to take longer than its
-        # budget is not made; its claims say so (thread_rounds).
+        # budget is not made; its claims say so (benchmarks.sections.threads.rounds).
         unmeasured = [
             c["label"]
             for c in doc["claims"]
