@@ -53,12 +53,7 @@ _SAVER = _PACKAGE / "integrations" / "langgraph"  # regrouped by its own redesig
 
 
 def _python_files(*folders: Path) -> list[Path]:
-    return sorted(
-        path
-        for folder in folders
-        for path in folder.rglob("*.py")
-        if "langgraph_suite" not in path.parts
-    )
+    return sorted(path for folder in folders for path in folder.rglob("*.py"))
 
 
 def _imports(path: Path) -> Iterator[tuple[ast.Import | ast.ImportFrom, ast.alias]]:
