@@ -91,13 +91,13 @@ from swarmstate._snapshot import Diff, Snapshot
 
 __all__ = [
     "BaseStore",
-    "Values",
+    "CurrentValues",
     "check_conditions",
     "prefix_upper_bound",
 ]
 
 
-class Values(Protocol):
+class CurrentValues(Protocol):
     """A read-only view of a store's current values: what a point read needs."""
 
     def get(self, pair: Pair, /) -> bytes | None:
@@ -105,7 +105,7 @@ class Values(Protocol):
 
 
 class _PointReads:
-    """:class:`Values` over a backend's :meth:`BaseStore._read`."""
+    """:class:`CurrentValues` over a backend's :meth:`BaseStore._read`."""
 
     __slots__ = ("get",)
 
@@ -165,7 +165,7 @@ class BaseStore(abc.ABC):
     saver): True where compressing them pays for its CPU, as on a server that
     sends every byte over the network and stores small rows uncompressed."""
 
-    _values: Values
+    _values: CurrentValues
     """Where ``get`` and ``contains`` look a pair up: the store's :meth:`_read`,
     or a mapping of the current values that the backend keeps (the in-memory
     store's dict, so a read costs no Python frame beyond ``get`` itself)."""

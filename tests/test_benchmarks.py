@@ -369,7 +369,7 @@ def _tiny(seed: int) -> Config:
 def _measured(doc: dict[str, Any]) -> None:
     """Every claim of a results document has a ratio inside its own spread."""
     # A call the many-threads section predicts to take longer than its
-    # budget is not made; its claims say so (thread_rounds).
+    # budget is not made; its claims say so (benchmarks.sections.threads.rounds).
     unmeasured = [
         c["label"]
         for c in doc["claims"]

@@ -50,7 +50,7 @@ def _window(old: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[s
     return (old + new)[-WINDOW:]
 
 
-class _State(TypedDict):
+class _DictState(TypedDict):
     messages: Annotated[list[dict[str, str]], _window]
     notes: dict[str, str]
 
@@ -67,28 +67,28 @@ def _builder(words: _Words) -> Any:
             count += message["role"] == "assistant"
         return count
 
-    def agent(state: _State) -> dict[str, Any]:
+    def agent(state: _DictState) -> dict[str, Any]:
         messages = state["messages"]
         rng = words.rng("agent", messages[-1]["content"])
         size = rng.randint(80, 200) if asked(messages) < _TOOL_ROUNDS else rng.randint(400, 900)
         return {"messages": [{"role": "assistant", "content": words.prose(rng, size)}]}
 
-    def tools(state: _State) -> dict[str, Any]:
+    def tools(state: _DictState) -> dict[str, Any]:
         rng = words.rng("tools", state["messages"][-1]["content"])
         content = words.prose(rng, rng.randint(200, 600))
         return {"messages": [{"role": "tool", "content": content}]}
 
-    def remember(state: _State) -> dict[str, Any]:
+    def remember(state: _DictState) -> dict[str, Any]:
         rng = words.rng("remember", state["messages"][-1]["content"])
         notes = dict(state.get("notes") or {})
         notes[f"fact-{rng.randrange(8)}"] = words.prose(rng, 40)
         return {"notes": notes}
 
-    def route(state: _State) -> Any:
+    def route(state: _DictState) -> Any:
         # The first two answers of a turn ask for tools; the third is the final one.
         return ["tools", "remember"] if asked(state["messages"]) <= _TOOL_ROUNDS else END
 
-    builder = StateGraph(_State)
+    builder = StateGraph(_DictState)
     builder.add_node("agent", agent)
     builder.add_node("tools", tools)
     builder.add_node("remember", remember)

@@ -39,7 +39,7 @@ _SET10K = "disk.set10k"
 
 
 @dataclass(frozen=True)
-class _Sizes:
+class _ReportSizes:
     """The sizes one results file was measured at."""
 
     long: int
@@ -58,10 +58,10 @@ class _Sizes:
     writers: int
 
 
-def _sizes(doc: dict[str, Any]) -> _Sizes:
+def _sizes(doc: dict[str, Any]) -> _ReportSizes:
     s = doc["environment"]["settings"]
     lengths, snaps, disks = s["thread_lengths"], s["snapshot_sizes"], s["disk_sizes"]
-    return _Sizes(
+    return _ReportSizes(
         long=max(lengths),
         mid=s.get("mid_thread", 50),
         short=min(lengths),
@@ -149,7 +149,7 @@ def _perf_disk(doc: dict[str, Any]) -> list[str]:
 
 
 def _saver_items(
-    z: _Sizes, group: str, ours: str, peer: str, peer_put: str = ""
+    z: _ReportSizes, group: str, ours: str, peer: str, peer_put: str = ""
 ) -> list[Fig | Ratio]:
     peer_put = peer_put or peer
     latest, lst, long, mid = f"{group}.latest", f"{group}.list10", z.long, z.mid

@@ -1,9 +1,10 @@
 """Open what a command names: a DiskStore file or a PostgreSQL database, read-only but for prune.
 
-:func:`open_store` cannot write: the file is opened with
+A target means what it means to the saver (:func:`swarmstate.backends.open_store`
+tells them apart). :func:`open_store` cannot write: the file is opened with
 ``DiskStore(readonly=True)``, and a PostgreSQL connection runs every
-transaction read-only (``default_transaction_read_only``), so even a bug
-further on could not change what is inspected. :func:`open_writable`, for
+transaction read-only (``swarmstate.backends.postgres.readonly``), so even a
+bug further on could not change what is inspected. :func:`open_writable`, for
 ``prune`` alone, first checks the target the same read-only way (a missing,
 empty or foreign file, or a schema without a store, is refused untouched),
 then opens it read-write.
@@ -11,15 +12,11 @@ then opens it read-write.
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
+from swarmstate import backends
 from swarmstate._base import BaseStore
-from swarmstate._checks import hide_password
-from swarmstate._errors import StorageError
 
 __all__ = ["READ_WAIT", "InputError", "is_dsn", "open_store", "open_writable", "raw_entries"]
 
@@ -29,7 +26,6 @@ such as crash recovery by another process, never for a write transaction)."""
 
 _PAGE = 256
 _CONNECT_TIMEOUT = 10  # seconds; libpq takes an integer
-_DSN_SCHEMES = ("postgresql://", "postgres://")
 
 
 class InputError(Exception):
@@ -39,24 +35,25 @@ class InputError(Exception):
 def is_dsn(target: str) -> bool:
     """Whether ``target`` names a PostgreSQL database rather than a file.
 
-    A URL (``postgresql://...``) always does; a libpq ``key=value`` string
-    does when no file of that name exists.
+    The rule of :func:`swarmstate.backends.is_postgres`, which the saver's
+    ``from_conn_string`` uses too.
     """
-    if target.startswith(_DSN_SCHEMES):
-        return True
-    return "=" in target and not os.path.lexists(target)
+    return backends.is_postgres(target)
 
 
 @contextmanager
 def open_store(target: str, *, schema: str = "swarmstate") -> Iterator[BaseStore]:
     """The store at ``target``, opened read-only for the ``with`` block."""
     if is_dsn(target):
-        with _postgres(target, schema) as store:
+        # The backend first: without the postgres extra its error names the extra.
+        from swarmstate.backends.postgres import readonly
+
+        with readonly.open_readonly(
+            target, schema=schema, timeout=_CONNECT_TIMEOUT, name="swarmstate-cli"
+        ) as store:
             yield store
         return
-    from swarmstate.backends.disk import DiskStore
-
-    with DiskStore(target, readonly=True, busy_timeout=READ_WAIT) as disk:
+    with backends.open_store(_file(target), readonly=True, busy_timeout=READ_WAIT) as disk:
         yield disk
 
 
@@ -64,72 +61,23 @@ def open_store(target: str, *, schema: str = "swarmstate") -> Iterator[BaseStore
 def open_writable(target: str, *, schema: str = "swarmstate") -> Iterator[BaseStore]:
     """The store at ``target``, checked as :func:`open_store` does, then opened read-write."""
     if is_dsn(target):
-        backend = importlib.import_module("swarmstate.backends.postgres")
-        _check_schema(target, schema)
-        with backend.PostgresStore(target, schema=schema) as store:
+        from swarmstate.backends.postgres import readonly
+
+        readonly.check_schema(target, schema, timeout=_CONNECT_TIMEOUT)
+        with backends.open_store(target, schema=schema) as store:
             yield store
         return
-    from swarmstate.backends.disk import DiskStore
-
-    DiskStore(target, readonly=True, busy_timeout=READ_WAIT).close()  # refuses, untouched
-    with DiskStore(target) as disk:
+    # Refused, untouched, as the read-only open refuses it.
+    backends.open_store(_file(target), readonly=True, busy_timeout=READ_WAIT).close()
+    with backends.open_store(_file(target)) as disk:
         yield disk
 
 
-def _read_only(conn: Any) -> None:
-    """Make every later transaction of ``conn`` (autocommit: every statement) read-only."""
-    conn.execute("SET default_transaction_read_only = on")
-
-
-def _check_schema(conninfo: str, schema: str) -> None:
-    """Refuse, through one read-only connection, a server we cannot reach or an empty schema.
-
-    A direct connection's error says why (a pool's would only time out).
-    """
-    import psycopg
-    from psycopg import sql
-
-    failed: str | None = None
-    try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=_CONNECT_TIMEOUT) as conn:
-            _read_only(conn)
-            meta = sql.SQL("{}.meta").format(sql.Identifier(schema)).as_string(conn)
-            row = conn.execute("SELECT to_regclass(%s)", (meta,)).fetchone()
-    except psycopg.Error as exc:
-        # libpq may quote the connection string, password and all: our own
-        # message, without it, raised outside the except block (no chain).
-        failed = hide_password(str(exc), conninfo)
-    if failed is not None:
-        raise StorageError(f"cannot read from PostgreSQL: {failed}")
-    if row is None or row[0] is None:
-        raise StorageError(
-            f"no swarmstate store in schema {schema!r} of that database; "
-            "pass the schema it uses with --schema"
-        )
-
-
-@contextmanager
-def _postgres(conninfo: str, schema: str) -> Iterator[BaseStore]:
-    # The backend first: without the postgres extra its error names the extra.
-    backend = importlib.import_module("swarmstate.backends.postgres")
-    from psycopg_pool import ConnectionPool
-
-    _check_schema(conninfo, schema)
-    pool: ConnectionPool[Any] = ConnectionPool(
-        conninfo,
-        min_size=1,
-        max_size=2,
-        kwargs={"autocommit": True, "connect_timeout": _CONNECT_TIMEOUT},
-        configure=_read_only,
-        timeout=_CONNECT_TIMEOUT,
-        open=True,
-        name="swarmstate-cli",
-    )
-    try:
-        with backend.PostgresStore(pool=pool, schema=schema) as store:
-            yield store
-    finally:
-        pool.close()
+def _file(target: str) -> str:
+    """``target`` as a file's path: the command reads what exists, not a new in-memory store."""
+    if target == backends.MEMORY:
+        return f"./{target}"
+    return target
 
 
 def raw_entries(store: BaseStore, namespace: str) -> Iterator[tuple[str, bytes]]:

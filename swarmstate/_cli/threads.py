@@ -27,7 +27,7 @@ from swarmstate._cli.values import plain, short
 from swarmstate.integrations.langgraph import SwarmStateSaver
 
 __all__ = [
-    "ThreadActivity",
+    "ListedThread",
     "diff_view",
     "history_view",
     "show_view",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-class ThreadActivity(NamedTuple):
+class ListedThread(NamedTuple):
     """A thread and when its newest checkpoint was written."""
 
     thread_id: str
@@ -50,7 +50,7 @@ def _moment(ts: str) -> datetime.datetime:
 
 def threads_by_activity(
     saver: SwarmStateSaver, limit: int, offset: int
-) -> tuple[list[ThreadActivity], int]:
+) -> tuple[list[ListedThread], int]:
     """A page of the store's threads, newest activity first, and how many threads there are.
 
     Returns ``(page, total)``: at most ``limit`` threads after skipping
@@ -66,7 +66,7 @@ def threads_by_activity(
             iter(saver.list(checkpoints.config(found.thread_id, None, found.checkpoint_id))), None
         )
         ts = None if latest is None else latest.checkpoint.get("ts")
-        page.append(ThreadActivity(found.thread_id, ts if isinstance(ts, str) else None))
+        page.append(ListedThread(found.thread_id, ts if isinstance(ts, str) else None))
     return page, saver.thread_count()
 
 

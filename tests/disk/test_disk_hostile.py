@@ -285,11 +285,11 @@ def test_a_fifo_is_refused_at_once(db: Path) -> None:
     code = textwrap.dedent(
         """
         import sys
-        import swarmstate as ss
+        import swarmstate
         from swarmstate.backends.disk import DiskStore
         try:
             DiskStore(sys.argv[1])
-        except ss.StorageError as exc:
+        except swarmstate.StorageError as exc:
             print(exc)
         """
     )

@@ -220,12 +220,12 @@ def test_reads_that_overlap_without_a_break_still_collect(monkeypatch: pytest.Mo
 
 _FORK_CHILD = """
 import gc, os
-from swarmstate.integrations.langgraph import pause as P
+from swarmstate.integrations.langgraph import pause
 gc.enable()
-with P.collector_held():
+with pause.collector_held():
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if gc.isenabled() and not P._holds else 1)
+        os._exit(0 if gc.isenabled() and not pause._holds else 1)
 _, status = os.waitpid(pid, 0)
 raise SystemExit(os.waitstatus_to_exitcode(status) or (0 if gc.isenabled() else 2))
 """

@@ -17,13 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Budget", "Contender", "rounds"]
+__all__ = ["Budget", "SaverAtSize", "rounds"]
 
 Key = tuple[str, int]  # (saver, threads)
 
 
 @dataclass
-class Contender:
+class SaverAtSize:
     """One saver at one size, and its call (given the round number)."""
 
     saver: str
@@ -81,7 +81,7 @@ class Budget:
 
 
 def rounds(
-    op: str, contenders: list[Contender], count: int, budget: Budget
+    op: str, contenders: list[SaverAtSize], count: int, budget: Budget
 ) -> tuple[dict[Key, list[int]], dict[Key, str]]:
     """Up to ``count`` rounds of one call per contender; ns per call, and why any were left out.
 

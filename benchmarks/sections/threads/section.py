@@ -57,7 +57,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.sections.threads.rounds import Budget, Contender, rounds
+from benchmarks.sections.threads.rounds import Budget, SaverAtSize, rounds
 from benchmarks.sections.threads.stores import (
     KINDS,
     ONE_DAY,
@@ -212,7 +212,7 @@ def _measure(
 
     def contenders(make: Callable[[Key], Callable[[int], object]], ours_only: bool = False) -> Any:
         savers = (kind.ours,) if ours_only else (kind.ours, kind.peer)
-        return [Contender(s, n, make((s, n))) for n in sizes for s in savers]
+        return [SaverAtSize(s, n, make((s, n))) for n in sizes for s in savers]
 
     def add(what: str, got: dict[Key, list[int]], left_out: dict[Key, str], **meta: Any) -> None:
         for key, samples in got.items():

@@ -41,6 +41,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from swarmstate import backends
 from swarmstate._base import BaseStore
 from swarmstate._checks import hide_password
 from swarmstate._codec import dumps
@@ -260,11 +261,13 @@ class SwarmStateSaver(ThreadMethods):
         """A saver over a store it opens from ``conn_string``, and closes with itself.
 
         ``"postgresql://..."`` (or ``postgres://``, or libpq ``key=value``
-        text) opens a :class:`~swarmstate.backends.postgres.PostgresStore`;
-        ``":memory:"`` an in-memory ``Store``; anything else is a file path
-        for a :class:`~swarmstate.backends.disk.DiskStore`. ``options`` go to
-        the store (``synchronous=``, ``schema=``, ...). Use it in a ``with``
-        block, or call :meth:`close`::
+        text when no file of that name exists) opens a
+        :class:`~swarmstate.backends.postgres.PostgresStore`; ``":memory:"``
+        an in-memory ``Store``; anything else is a file path for a
+        :class:`~swarmstate.backends.disk.DiskStore`
+        (:func:`swarmstate.backends.open_store`, which the command line uses
+        too). ``options`` go to the store (``synchronous=``, ``schema=``,
+        ...). Use it in a ``with`` block, or call :meth:`close`::
 
             with SwarmStateSaver.from_conn_string("state.db") as saver:
                 graph = builder.compile(checkpointer=saver)
@@ -277,17 +280,7 @@ class SwarmStateSaver(ThreadMethods):
                 f"conn_string must be a non-empty str (a file path, ':memory:' or a "
                 f"PostgreSQL URL), got {conn_string!r}"
             )
-        store: BaseStore
-        if conn_string == ":memory:":
-            store = Store(**options)
-        elif conn_string.startswith(("postgresql://", "postgres://")) or "=" in conn_string:
-            from swarmstate.backends.postgres import PostgresStore
-
-            store = PostgresStore(conn_string, **options)
-        else:
-            from swarmstate.backends.disk import DiskStore
-
-            store = DiskStore(conn_string, **options)
+        store = backends.open_store(conn_string, **options)
         saver = cls(store)
         saver._owns_store = True
         return saver
