@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_cli
 from langgraph.checkpoint.base import empty_checkpoint
 
 import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph.catalog import PERIOD_SECONDS, period_at, period_seconds
+from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

@@ -35,7 +35,6 @@ from typing import Annotated, Any, TypedDict
 import ormsgpack
 import pydantic
 import pytest
-from cli_support import run_cli
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
@@ -44,6 +43,7 @@ from langgraph.types import Command, Interrupt, Send, interrupt
 import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver, keys, strict_serializer
+from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -432,8 +432,7 @@ DECLARED_MODULE = textwrap.dedent(
 READER = textwrap.dedent(
     """
     import json, logging, sys
-    sys.path.insert(0, sys.argv[1])
-    module = __import__(sys.argv[2])
+    module = __import__(sys.argv[2])  # found through PYTHONPATH: the test's folder
     from swarmstate.backends.disk import DiskStore
     from swarmstate.integrations.langgraph import SwarmStateSaver, strict_serializer
 
@@ -494,7 +493,13 @@ def read_in_new_process(
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **env},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, (str(tmp_path), os.environ.get("PYTHONPATH")))
+            ),
+            **env,
+        },
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -13,11 +13,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from cli_support import run_cli
 
 import swarmstate
 from swarmstate.backends.postgres import PostgresStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.postgres
 
