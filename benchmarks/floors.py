@@ -334,7 +334,17 @@ class Recorder(InMemorySaver):
         super().put_writes(config, writes, task_id, task_path)
 
 
+_RECORDED: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+
+
 def record(shape: str, seed: int) -> list[tuple[Any, ...]]:
+    """The calls of ``shape``'s 60 turns (recorded once per process)."""
+    if (shape, seed) not in _RECORDED:
+        _RECORDED[shape, seed] = _record(shape, seed)
+    return _RECORDED[shape, seed]
+
+
+def _record(shape: str, seed: int) -> list[tuple[Any, ...]]:
     words = Words(f"{seed}:{shape}")
     builder, turn_input = SHAPES[shape][1](words)
     recorder = Recorder()
@@ -732,6 +742,47 @@ def make_file(root: str) -> list[Candidate]:
     return out
 
 
+def item_chunk_bytes(calls: list[tuple[Any, ...]], inline_below: int = 512) -> dict[str, int]:
+    """Bytes if values were shared item by item (not timed: what sharing inside a value saves).
+
+    A list's items (a dict's entries) are serialized one by one and grouped into
+    content-defined chunks (a chunk ends after an item whose hash's first byte is
+    below 64: four items on average), each stored once under its 16-byte hash; a
+    record holds its small values and the hashes of its chunks. A string is one
+    chunk. A growing list then stores each item about once.
+    """
+    seen: set[bytes] = set()
+    chunk_bytes = record_bytes = 0
+    for call in calls:
+        if call[0] != "put":
+            continue
+        checkpoint, metadata = call[3], call[4]
+        record_bytes += len(_dumps(metadata)[1]) + len(_pack(_skeleton(checkpoint)))
+        for value in checkpoint["channel_values"].values():
+            whole = _dumps(value)[1]
+            if len(whole) < inline_below:
+                record_bytes += len(whole) + 10
+                continue
+            if isinstance(value, list):
+                parts = [_dumps(v)[1] for v in value]
+            elif isinstance(value, dict):
+                parts = [_dumps([k, v])[1] for k, v in value.items()]
+            else:
+                parts = [whole]
+            group: list[bytes] = []
+            for part in parts:
+                group.append(part)
+                if hashlib.blake2b(part, digest_size=16).digest()[0] < 64 or part is parts[-1]:
+                    data = b"".join(group)
+                    digest = hashlib.blake2b(data, digest_size=16).digest()
+                    if digest not in seen:
+                        seen.add(digest)
+                        chunk_bytes += len(data) + 16
+                    record_bytes += 16
+                    group = []
+    return {"records": record_bytes, "chunks": chunk_bytes, "total": record_bytes + chunk_bytes}
+
+
 # ------------------------------------------------------------------- timing
 
 
@@ -872,6 +923,9 @@ def run_shape(shape: str, seed: int, rounds: int, root: str, quick: bool) -> dic
             }
             for name, b in stored.items()
         }
+        items = item_chunk_bytes(calls)
+        items["vs peer checkpoints"] = round(items["total"] / stored[PEER_NORMAL]["records"], 4)
+        out["bytes_item_chunks"] = items
         out["chunks_written_per_round"] = {
             c.name: c.chunked // rounds for c in files if isinstance(c, D) and c.threshold
         }
@@ -913,7 +967,7 @@ def _stream_calls(seed: int) -> list[tuple[Any, ...]]:
 def _fill(cands: list[Candidate], calls: list[tuple[Any, ...]], thread: str, count: int) -> None:
     """``count`` checkpoints in one thread: the stream's puts again, under new ids in order."""
     puts = [c for c in calls if c[0] == "put"]
-    last_writes = [c for c in calls if c[0] == "writes"][-3:]
+    last_writes = [c for c in calls if c[0] == "writes"][-1:]  # one task's 3 writes
     parent = None
     for i in range(count):
         _, _, config, checkpoint, metadata, versions = puts[i % len(puts)]
@@ -948,7 +1002,7 @@ def run_reads(seed: int, rounds: int, root: str) -> dict[str, Any]:
             want = peer_n.saver.get_tuple(config)
             got = d3.latest(thread, "")
             assert got[0]["channel_values"] == want.checkpoint["channel_values"], "read differs"
-            assert len(got[3]) == len(want.pending_writes) == 3, "pending writes differ"
+            assert [w[0] for w in got[3]] == [w[1] for w in want.pending_writes], "writes differ"
             assert m2.latest(thread, "")[0]["channel_values"] == want.checkpoint["channel_values"]
             file_times = _interleave(
                 {
@@ -1067,6 +1121,158 @@ def run_deletes(seed: int, threads: int, samples: int, rounds: int, root: str) -
     return {"threads": threads, "checkpoints_per_thread": 5, "times": out}
 
 
+# ----------------------------------------------------------------- PostgreSQL
+
+PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records(
+  thread TEXT NOT NULL, ns TEXT NOT NULL, id TEXT NOT NULL, parent TEXT, run TEXT,
+  record BYTEA NOT NULL, PRIMARY KEY (thread, ns, id));
+CREATE TABLE IF NOT EXISTS writes(
+  thread TEXT NOT NULL, ns TEXT NOT NULL, id TEXT NOT NULL, task TEXT NOT NULL,
+  record BYTEA NOT NULL, PRIMARY KEY (thread, ns, id, task));
+CREATE TABLE IF NOT EXISTS tombstones(thread TEXT PRIMARY KEY, at BIGINT);
+"""
+
+
+def _pg_connect(dsn: str, schema: str) -> Any:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    admin = psycopg.connect(dsn, autocommit=True)
+    admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    admin.execute(f"CREATE SCHEMA {schema}")
+    admin.close()
+    return psycopg.connect(
+        dsn,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={schema}",
+    )
+
+
+class P(Candidate):
+    """P1 (one INSERT, one round trip) or P3 (indexes, the guard inside the INSERT)."""
+
+    def __init__(self, name: str, dsn: str, schema: str, guard: bool) -> None:
+        self.name, self.guard = name, guard
+        self.conn = _pg_connect(dsn, schema)
+        for statement in filter(str.strip, PG_SCHEMA.split(";")):
+            self.conn.execute(statement)
+        if guard:
+            self.conn.execute("CREATE INDEX ON records(id)")
+            self.conn.execute("CREATE INDEX ON records(run, id)")
+            self.conn.execute(
+                "INSERT INTO tombstones SELECT 'gone-' || k, 0 FROM generate_series(1, 1000) k"
+            )
+        self.held = Records()
+        self.insert = (
+            "INSERT INTO records SELECT %(t)s, %(n)s, %(i)s, %(p)s, %(r)s, %(b)s"
+            " WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE thread = %(t)s)"
+            if guard
+            else "INSERT INTO records VALUES (%(t)s, %(n)s, %(i)s, %(p)s, %(r)s, %(b)s)"
+        )
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        conf = config["configurable"]
+        thread, ns = conf["thread_id"], conf["checkpoint_ns"]
+        parent = conf.get("checkpoint_id")
+        values = self.held.values(thread, ns, parent, checkpoint, new_versions, _dumps)
+        md = get_checkpoint_metadata(config, metadata)
+        row = _pack([_dumps(md)[1], _skeleton(checkpoint), values])
+        args = {"t": thread, "n": ns, "i": checkpoint["id"], "p": parent, "r": md.get("run_id")}
+        cur = self.conn.execute(self.insert, {**args, "b": row})
+        if self.guard and cur.rowcount != 1:
+            raise RuntimeError(f"thread {thread!r} was deleted")
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        conf = config["configurable"]
+        row = _pack([task_path, [(c, *_dumps(v)) for c, v in writes]])
+        self.conn.execute(
+            "INSERT INTO writes VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (conf["thread_id"], conf["checkpoint_ns"], conf["checkpoint_id"], task_id, row),
+        )
+
+    def drop(self, thread: str) -> None:
+        with self.conn.transaction():
+            self.conn.execute("DELETE FROM records WHERE thread = %s", (thread,))
+            self.conn.execute("DELETE FROM writes WHERE thread = %s", (thread,))
+
+    def stored(self, thread: str) -> dict[str, int]:
+        one = self.conn.execute(
+            "SELECT (SELECT coalesce(sum(pg_column_size(record)), 0) FROM records"
+            " WHERE thread = %(t)s) AS r, (SELECT coalesce(sum(pg_column_size(record)), 0)"
+            " FROM writes WHERE thread = %(t)s) AS w",
+            {"t": thread},
+        ).fetchone()
+        return {
+            "records": int(one["r"]),
+            "writes": int(one["w"]),
+            "chunks": 0,
+            "total": int(one["r"]) + int(one["w"]),
+        }
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def postgres_stored(saver: Any, thread: str) -> dict[str, int]:
+    one = saver.conn.execute(
+        "SELECT (SELECT coalesce(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
+        " FROM checkpoints WHERE thread_id = %(t)s) AS c,"
+        " (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM checkpoint_blobs"
+        " WHERE thread_id = %(t)s) AS b,"
+        " (SELECT coalesce(sum(pg_column_size(blob)), 0) FROM checkpoint_writes"
+        " WHERE thread_id = %(t)s) AS w",
+        {"t": thread},
+    ).fetchone()
+    cps = int(one["c"]) + int(one["b"])
+    return {"records": cps, "writes": int(one["w"]), "chunks": 0, "total": cps + int(one["w"])}
+
+
+PEER_PG = "PostgresSaver"
+
+
+def run_postgres(dsn: str, shapes: list[str], seed: int, rounds: int) -> dict[str, Any]:
+    """P1 and P3 beside ``PostgresSaver`` on the server at ``dsn`` (tables in new schemas)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    out: dict[str, Any] = {}
+    for shape in shapes:
+        print(f"[floors] postgres {shape} ...", file=sys.stderr, flush=True)
+        calls = record(shape, seed)
+        conn = _pg_connect(dsn, "floors_peer")
+        peer = PostgresSaver(conn)
+        peer.setup()
+        cands: list[Candidate] = [
+            Saver(PEER_PG, peer, True, conn.close),
+            P("P1 one INSERT", dsn, "floors_p1", guard=False),
+            P("P3 + indexes + guard in the INSERT", dsn, "floors_p3", guard=True),
+        ]
+        stored: dict[str, dict[str, int]] = {}
+
+        def measure(cand: Candidate, thread: str, into: dict[str, Any] = stored) -> None:
+            if isinstance(cand, P):
+                into[cand.name] = cand.stored(thread)
+            else:
+                into[cand.name] = postgres_stored(cand.saver, thread)  # type: ignore[attr-defined]
+
+        try:
+            puts, writes = replay_rounds(shape, calls, cands, rounds, measure)
+        finally:
+            for c in cands:
+                c.close()
+        peer_total = stored[PEER_PG]["total"]
+        out[shape] = {
+            "put": summary(puts, [PEER_PG]),
+            "put_writes": summary(writes, [PEER_PG]),
+            "bytes": {
+                n: {**b, "vs peer": round(b["total"] / peer_total, 4)} for n, b in stored.items()
+            },
+        }
+    return out
+
+
 # ---------------------------------------------------------------------- main
 
 
@@ -1168,6 +1374,21 @@ def report(result: dict[str, Any]) -> str:
         table(
             ["shape", "peer", *[x for n, x in zip(files, short, strict=True) if n in names]], rows
         )
+    pg = result.get("postgres", {})
+    if pg:
+        names = [n for n in next(iter(pg.values()))["put"] if n != PEER_PG]
+        lines.append(f"On PostgreSQL, vs `{PEER_PG}` (put; put_writes; stored bytes):\n")
+        rows = [
+            [shape, f"{r['put'][PEER_PG]['p50_us']:.0f}"]
+            + [_cell(r["put"][n], PEER_PG) for n in names]
+            + [_cell(r["put_writes"][n], PEER_PG) for n in names]
+            + [f"{r['bytes'][n]['vs peer']:.3f}" for n in names]
+            for shape, r in pg.items()
+        ]
+        short = [n.split()[0] for n in names]
+        head = ["shape", "peer put p50 µs", *[f"{x} put" for x in short]]
+        head += [f"{x} writes" for x in short] + [f"{x} bytes" for x in short]
+        table(head, rows)
     reads = result.get("reads", {})
     if reads:
         lines.append("Latest read (record + pending writes, decoded) vs the peer's `get_tuple`:\n")
@@ -1205,8 +1426,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds of replay (default 15, quick 5)")
     parser.add_argument("--threads", type=int, help="threads for delete_thread (20,000)")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes")
-    parser.add_argument("--skip", default="", help="comma-separated: puts, reads, deletes")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated: puts, reads, deletes, postgres"
+    )
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--dsn", help="a PostgreSQL server to measure P1 and P3 on (a throwaway)")
     parser.add_argument("--dir", default=None, help="where the files go (a temporary folder)")
     parser.add_argument(
         "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "floors.json")
@@ -1237,22 +1461,36 @@ def main() -> None:
         },
     }
     started = time.time()
+
+    def save() -> None:
+        # After every section, so a run cut short still leaves what it measured.
+        result["seconds"] = round(time.time() - started, 1)
+        result["load_average_now"] = [round(x, 2) for x in os.getloadavg()]
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+
     with load_note(result):
         if "puts" not in skip:
             result["shapes"] = {}
             for shape in args.shapes.split(","):
                 print(f"[floors] {shape} ...", file=sys.stderr, flush=True)
                 result["shapes"][shape] = run_shape(shape, args.seed, rounds, root, args.quick)
+                save()
         if "reads" not in skip:
             print("[floors] reads ...", file=sys.stderr, flush=True)
             result["reads"] = run_reads(args.seed, rounds, root)
+            save()
         if "deletes" not in skip:
             print(f"[floors] deletes at {threads} threads ...", file=sys.stderr, flush=True)
             result["deletes"] = run_deletes(args.seed, threads, 20, rounds, root)
-    result["seconds"] = round(time.time() - started, 1)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
+            save()
+        if args.dsn and "postgres" not in skip:
+            result["postgres"] = {}
+            for shape in args.shapes.split(","):
+                result["postgres"].update(run_postgres(args.dsn, [shape], args.seed, rounds))
+                save()
+    save()
     print(f"[floors] wrote {args.out}", file=sys.stderr)
 
 
