@@ -783,6 +783,45 @@ def item_chunk_bytes(calls: list[tuple[Any, ...]], inline_below: int = 512) -> d
     return {"records": record_bytes, "chunks": chunk_bytes, "total": record_bytes + chunk_bytes}
 
 
+def hash_costs(calls: list[tuple[Any, ...]], rounds: int) -> dict[str, Any]:
+    """What content addressing costs a put: hashing its changed values at or above each threshold.
+
+    The serializer's bytes are made first; each round times every hash over the
+    timed puts' values, the functions interleaved.
+    """
+    timed = [c for c in calls if c[0] == "put" and c[1] >= TIMED_FROM]
+    values = [
+        [_dumps(c[3]["channel_values"][k])[1] for k in c[5] if k in c[3]["channel_values"]]
+        for c in timed
+    ]
+    hashes: dict[str, Callable[[bytes], Any]] = {
+        "blake2b-128": lambda b: hashlib.blake2b(b, digest_size=16).digest(),
+        "sha1": lambda b: hashlib.sha1(b).digest(),
+        "sha256": lambda b: hashlib.sha256(b).digest(),
+    }
+    out: dict[str, Any] = {}
+    clock = time.perf_counter_ns
+    for threshold in THRESHOLDS:
+        times: dict[str, list[list[int]]] = {k: [] for k in hashes}
+        names = list(hashes)
+        for r in range(rounds):
+            for name in names[r % 3 :] + names[: r % 3]:
+                fn, got = hashes[name], []
+                for put in values:
+                    t0 = clock()
+                    for data in put:
+                        if len(data) >= threshold:
+                            fn(data)
+                    got.append(clock() - t0)
+                times[name].append(got)
+        out[f">= {threshold} B"] = {
+            name: round(statistics.median(t for r in rounds_ for t in r) / 1_000, 2)
+            for name, rounds_ in times.items()
+        }
+    out["unit"] = "p50 µs per put"
+    return out
+
+
 # ------------------------------------------------------------------- timing
 
 
@@ -1389,6 +1428,15 @@ def report(result: dict[str, Any]) -> str:
         head = ["shape", "peer put p50 µs", *[f"{x} put" for x in short]]
         head += [f"{x} writes" for x in short] + [f"{x} bytes" for x in short]
         table(head, rows)
+    hashes = result.get("hashes", {})
+    if hashes:
+        lines.append("Hashing a put's changed values at or above the threshold (p50 µs a put):\n")
+        names = list(next(iter(hashes.values()))[f">= {THRESHOLDS[0]} B"])
+        rows = [
+            [shape] + [f"{h[f'>= {t} B'][n]:.1f}" for t in THRESHOLDS for n in names]
+            for shape, h in hashes.items()
+        ]
+        table(["shape", *[f"{n} >= {t}" for t in THRESHOLDS for n in names]], rows)
     reads = result.get("reads", {})
     if reads:
         lines.append("Latest read (record + pending writes, decoded) vs the peer's `get_tuple`:\n")
@@ -1427,7 +1475,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="threads for delete_thread (20,000)")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes")
     parser.add_argument(
-        "--skip", default="", help="comma-separated: puts, reads, deletes, postgres"
+        "--skip", default="", help="comma-separated: puts, reads, deletes, hashes, postgres"
     )
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--dsn", help="a PostgreSQL server to measure P1 and P3 on (a throwaway)")
@@ -1457,7 +1505,11 @@ def main() -> None:
             "timed_turns": [TIMED_FROM, TURNS - 1],
             "thresholds": list(THRESHOLDS),
             "delete_threads": threads,
-            "command": " ".join(["python", "benchmarks/floors.py", *sys.argv[1:]]),
+            # The DSN names this machine's socket: recorded as a placeholder.
+            "command": " ".join(
+                ["python", "benchmarks/floors.py"]
+                + ["DSN" if a == args.dsn else a for a in sys.argv[1:]]
+            ),
         },
     }
     started = time.time()
@@ -1484,6 +1536,13 @@ def main() -> None:
         if "deletes" not in skip:
             print(f"[floors] deletes at {threads} threads ...", file=sys.stderr, flush=True)
             result["deletes"] = run_deletes(args.seed, threads, 20, rounds, root)
+            save()
+        if "hashes" not in skip:
+            print("[floors] hashes ...", file=sys.stderr, flush=True)
+            result["hashes"] = {
+                shape: hash_costs(record(shape, args.seed), rounds)
+                for shape in args.shapes.split(",")
+            }
             save()
         if args.dsn and "postgres" not in skip:
             result["postgres"] = {}
