@@ -1409,10 +1409,10 @@ def report(result: dict[str, Any]) -> str:
                     else f"{b[n]['vs peer']:.3f} [{b[n]['file vs peer']:.3f}]"
                     for n in names
                 ]
+                + [f"{r['bytes_item_chunks']['vs peer checkpoints']:.3f}"]
             )
-        table(
-            ["shape", "peer", *[x for n, x in zip(files, short, strict=True) if n in names]], rows
-        )
+        heads = [x for n, x in zip(files, short, strict=True) if n in names]
+        table(["shape", "peer", *heads, "item chunks (checkpoints)"], rows)
     pg = result.get("postgres", {})
     if pg:
         names = [n for n in next(iter(pg.values()))["put"] if n != PEER_PG]
