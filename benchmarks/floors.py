@@ -1068,6 +1068,15 @@ def run_reads(seed: int, rounds: int, root: str) -> dict[str, Any]:
     return out
 
 
+DELETE_FLOORS = {
+    # label: (schema as D1 or D3, the tombstone written in the same transaction)
+    "floor: D1 schema, one transaction": ("D1", False),
+    "floor: D1 schema + tombstone, one transaction": ("D1", True),
+    "floor: D2 schema (indexes), one transaction": ("D2", False),
+    "floor: D3 schema + tombstone, one transaction": ("D3", True),
+}
+
+
 def run_deletes(seed: int, threads: int, samples: int, rounds: int, root: str) -> dict[str, Any]:
     """``delete_thread`` among ``threads`` threads of 5 checkpoints and 3 writes each."""
     calls = _stream_calls(seed)
@@ -1077,57 +1086,65 @@ def run_deletes(seed: int, threads: int, samples: int, rounds: int, root: str) -
     try:
         peer = sqlite_saver(PEER_NORMAL, os.path.join(folder, "peer.sqlite"), "NORMAL")
         floors = {
-            "D1 schema": D("D1", os.path.join(folder, "d1.sqlite"), False, False, None),
-            "D3 schema": D("D3", os.path.join(folder, "d3.sqlite"), True, True, None),
+            label: D(
+                label,
+                os.path.join(folder, f"{k}.sqlite"),
+                indexes=schema != "D1",
+                guard=schema == "D3",
+                threshold=None,
+            )
+            for k, (label, (schema, _)) in enumerate(DELETE_FLOORS.items())
         }
         # The rows each would write, made once, then inserted in bulk: the same rows
-        # as their puts write, without spending the run on 100,000 timed-out puts.
+        # as their puts write, without spending the run on 100,000 puts.
         peer_rows, peer_writes, d_rows, d_writes = [], [], [], []
-        parent = None
-        for i, (_, _, config, checkpoint, metadata, _) in enumerate(puts):
-            cid = f"1f0{i:013x}-0000-6000-8000-000000000000"
+        for config, checkpoint, metadata in (c[2:5] for c in puts):
             kind, blob = _dumps(checkpoint)
             md = json.dumps(get_checkpoint_metadata(config, metadata)).encode()
-            peer_rows.append((cid, parent, kind, blob, md))
+            peer_rows.append((kind, blob, md))
             held = Records()
             values = held.values("t", "", None, checkpoint, checkpoint["channel_values"], _dumps)
             row = _pack([_dumps(metadata)[1], _skeleton(checkpoint), values])
-            d_rows.append((cid, parent, metadata.get("run_id"), row))
-            parent = cid
+            d_rows.append((metadata.get("run_id"), row))
         for idx, (channel, value) in enumerate(write[3]):
             peer_writes.append((write[4], idx, channel, *_dumps(value)))
         d_writes.append((write[4], _pack(["", [(c, *_dumps(v)) for c, v in write[3]]])))
         pc = peer.saver.conn
         for t in range(threads):
             th = f"thread-{t:06d}"
+            # Ids ordered by time, as uuid6 ids are: threads written one after another.
+            ids = [f"1f0{t:08x}-{i:04x}-6000-8000-000000000000" for i in range(len(puts))]
+            parents = [None, *ids[:-1]]
             pc.executemany(
                 "INSERT INTO checkpoints VALUES (?, '', ?, ?, ?, ?, ?)",
-                [(th, *r) for r in peer_rows],
+                [(th, i, p, *r) for i, p, r in zip(ids, parents, peer_rows, strict=True)],
             )
             pc.executemany(
                 "INSERT INTO writes VALUES (?, '', ?, ?, '', ?, ?, ?, ?)",
-                [(th, parent, *w) for w in peer_writes],
+                [(th, ids[-1], *w) for w in peer_writes],
             )
             for f in floors.values():
                 if t % 500 == 0:
                     f.conn.execute("BEGIN")
                 f.conn.executemany(
-                    "INSERT INTO records VALUES (?, '', ?, ?, ?, ?)", [(th, *r) for r in d_rows]
+                    "INSERT INTO records VALUES (?, '', ?, ?, ?, ?)",
+                    [(th, i, p, *r) for i, p, r in zip(ids, parents, d_rows, strict=True)],
                 )
                 f.conn.executemany(
                     "INSERT INTO writes VALUES (?, '', ?, ?, ?)",
-                    [(th, parent, *w) for w in d_writes],
+                    [(th, ids[-1], *w) for w in d_writes],
                 )
                 if t % 500 == 499 or t == threads - 1:
                     f.conn.execute("COMMIT")
         pc.commit()
         rng = random.Random(seed)
-        victims = rng.sample(range(threads), min(threads, samples * rounds * 3))
-        queue = {name: iter(victims[k::3]) for k, name in enumerate(["peer", *floors])}
+        ways = 1 + len(floors)
+        victims = rng.sample(range(threads), min(threads, samples * rounds * ways))
+        queue = {name: iter(victims[k::ways]) for k, name in enumerate([PEER_NORMAL, *floors])}
 
         def floor_delete(f: D, tomb: bool) -> Callable[[], None]:
             def run() -> None:
-                th = f"thread-{next(queue[f.name[:2] + ' schema']):06d}"
+                th = f"thread-{next(queue[f.name]):06d}"
                 f.conn.execute("BEGIN IMMEDIATE")
                 f.conn.execute("DELETE FROM records WHERE thread = ?", (th,))
                 f.conn.execute("DELETE FROM writes WHERE thread = ?", (th,))
@@ -1138,20 +1155,12 @@ def run_deletes(seed: int, threads: int, samples: int, rounds: int, root: str) -
             return run
 
         def peer_delete() -> None:
-            peer.saver.delete_thread(f"thread-{next(queue['peer']):06d}")
+            peer.saver.delete_thread(f"thread-{next(queue[PEER_NORMAL]):06d}")
 
-        times = _interleave(
-            {
-                PEER_NORMAL: peer_delete,
-                "floor: D1 schema, one transaction": floor_delete(floors["D1 schema"], False),
-                "floor: D3 schema + tombstone, one transaction": floor_delete(
-                    floors["D3 schema"], True
-                ),
-            },
-            rounds,
-            samples,
-        )
-        out = summary(times, [PEER_NORMAL])
+        fns: dict[str, Callable[[], None]] = {PEER_NORMAL: peer_delete}
+        for label, (_, tomb) in DELETE_FLOORS.items():
+            fns[label] = floor_delete(floors[label], tomb)
+        out = summary(_interleave(fns, rounds, samples), [PEER_NORMAL])
         peer.close()
         for f in floors.values():
             f.close()
