@@ -34,8 +34,8 @@ transaction), and the bytes each layout stores after 60 turns.
 
 Run from the repository root (PYTHONPATH at the repository)::
 
-    python benchmarks/floors.py --quick        # a few minutes
-    python benchmarks/floors.py                # the full run, 20,000 threads
+    python -m benchmarks.floors --quick        # a few minutes
+    python -m benchmarks.floors                # the full run, 20,000 threads
 
 The result goes to ``benchmarks/floors.json`` (``--out`` to change it).
 """
