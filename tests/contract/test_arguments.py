@@ -174,7 +174,64 @@ WRITE_CASES: list[tuple[Call, type[Exception], str]] = [
     (_write(prefix_deletes=["a", b"n"]), ss.InvalidKeyError, "prefix must be a str"),
     (_write(prefix_deletes="ns"), ss.InvalidArgumentError, "prefix_deletes must be an iterable"),
     (_write(prefix_deletes=[SURROGATE]), ss.InvalidKeyError, repr(SURROGATE)),
+    # Tags: a set's 4th element, then tag deletes (after the prefixes).
+    (
+        _write(sets=[("a", "k", 1, {"order": "x"})]),
+        ss.InvalidArgumentError,
+        "must be a swarmstate.Tags",
+    ),
+    (_write(sets=[("a", "k", 1, None)]), ss.InvalidArgumentError, "got NoneType"),
+    (_write(sets=[("a", "k", 1, ss.Tags(order=5))]), ss.InvalidKeyError, "tag order must be a str"),
+    (_write(sets=[("a", "k", 1, ss.Tags(group=SURROGATE))]), ss.InvalidKeyError, "tag group"),
+    (_write(sets=[("a", "k", 1, ss.Tags(order="x" * 513))]), ss.InvalidKeyError, "513 UTF-8 bytes"),
+    (_write(sets=[("a", "k", 1, ss.Tags(order="é" * 257))]), ss.InvalidKeyError, "514 UTF-8 bytes"),
+    (
+        _write(sets=[("a", "k", 1, ss.Tags(), 2)]),
+        ss.InvalidArgumentError,
+        "sets takes (namespace, key, value)",
+    ),
+    (
+        _write(tag_deletes=[("when", None, None)]),
+        ss.InvalidArgumentError,
+        "tag must be 'order' or 'group', got 'when'",
+    ),
+    (_write(tag_deletes=[("order", 1, None)]), ss.InvalidKeyError, "start must be a str"),
+    (_write(tag_deletes=[("group", None, SURROGATE)]), ss.InvalidKeyError, repr(SURROGATE)),
+    (
+        _write(tag_deletes=[("order", None)]),
+        ss.InvalidArgumentError,
+        "tag_deletes takes (tag, start, stop)",
+    ),
+    (_write(tag_deletes="order"), ss.InvalidArgumentError, "tag_deletes must be an iterable"),
+    (
+        _write(prefix_deletes=[1], tag_deletes=[("when", None, None)]),
+        ss.InvalidKeyError,
+        "prefix must be a str",
+    ),
 ]
+
+TAGGED_CASES: list[tuple[Call, type[Exception], str]] = [
+    (lambda s: s.tagged("when"), ss.InvalidArgumentError, "tag must be 'order' or 'group'"),
+    (lambda s: s.tagged(None), ss.InvalidArgumentError, "None"),
+    (lambda s: s.tagged("order", start=3), ss.InvalidKeyError, "start must be a str"),
+    (lambda s: s.tagged("group", stop=SURROGATE), ss.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.tagged("order", start="x" * 600), ss.InvalidKeyError, "600 UTF-8 bytes"),
+    (
+        lambda s: s.tagged("order", reverse=1),
+        ss.InvalidArgumentError,
+        "reverse must be True or False",
+    ),
+    (lambda s: s.tagged("order", limit=-1), ss.InvalidArgumentError, "limit must be None"),
+    (lambda s: s.tagged("order", limit=2**63), ss.InvalidArgumentError, "limit must be None"),
+    (lambda s: s.tagged("when", start=3, limit=-1), ss.InvalidArgumentError, "tag must be"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "shown"), TAGGED_CASES)
+def test_a_bad_tagged_read_is_refused_alike(
+    store: ss.BaseStore, call: Call, error: type[Exception], shown: str
+) -> None:
+    _raises(store, call, error, shown)
 
 
 @pytest.mark.parametrize(("call", "error", "shown"), WRITE_CASES)
