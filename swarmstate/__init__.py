@@ -13,6 +13,7 @@ from swarmstate._checks import (
     Empty,
     Holds,
     Present,
+    Tags,
     Transaction,
     WriteResult,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "Store",
     "StoreClosedError",
     "SwarmStateError",
+    "Tags",
     "ThreadDeletedError",
     "Transaction",
     "UnsupportedTypeError",

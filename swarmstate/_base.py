@@ -13,7 +13,7 @@ bool ``reverse``, a ``limit`` in range) and traffic in stored bytes (only
 
 Required primitives (abstract):
     _read_many, _range_keys, _range_items, _namespaces, _count, __len__,
-    _put_many, _put_required, _write, clear, snapshot, _restore, snapshots,
+    _put_many, _put_required, _write, _tagged, clear, snapshot, _restore, snapshots,
     _snapshot_get, _snapshot_keys, _snapshot_diff.
 
 Optional primitives (correct defaults here, built on the required ones):
@@ -32,18 +32,29 @@ Argument checks, first failure wins:
     * pairs (``get_many``, ``delete_many``): each pair's shape, then its names;
     * ``write``: the transaction's type, ``if_absent``, ``raw``, each
       condition (its kind, names, then a ``Holds``'s bytes), the sets (as
-      ``set_many``'s items), the deletes (as pairs), then the prefixes.
+      ``set_many``'s items, a set's :class:`~swarmstate.Tags` first), the
+      deletes (as pairs), the prefixes, then the tag deletes (each tag, then
+      its bounds);
+    * ``tagged``: the tag (``"order"`` or ``"group"``), start, stop (tag
+      values: at most :data:`~swarmstate._checks.MAX_TAG_BYTES` bytes), then
+      ``reverse`` and ``limit`` as ``keys`` checks them.
 
 The transaction primitive. ``write(Transaction(...))`` is the one write that
 takes everything: conditions (a key :class:`~swarmstate.Absent`,
 :class:`~swarmstate.Present`, or holding given bytes, :class:`~swarmstate.Holds`;
 a key range of a namespace :class:`~swarmstate.Empty`), then prefix deletes,
-deletes and sets, all or nothing: when a condition fails nothing is written
+deletes, tag deletes and sets, all or nothing: when a condition fails nothing is written
 and :class:`ConflictError` names it. ``delete_many`` and ``delete_prefix`` are
 its cases (their primitives default to ``_write``; a backend keeps its own
 where that is faster), and so is ``set_many`` (with its
 ``if_absent``/``ensure``/``require``), which keeps primitives of its own: its
 one-statement hot paths.
+
+Ordered secondary keys. An entry may carry two tags, ``order`` and
+``group`` (a set's :class:`~swarmstate.Tags`), kept with the entry itself:
+overwritten with it, deleted with it however it is deleted, carried by
+snapshots, ``restore`` and ``copy_prefix``. ``tagged`` lists live entries
+by one tag's value; ``Transaction(tag_deletes=...)`` deletes by it.
 
 Ordering: keys within a namespace, and namespaces, are ordered by Unicode code
 point (Python's ``str`` order; SQLite's BINARY collation; byte order of UTF-8
@@ -80,6 +91,7 @@ from swarmstate._checks import (
     check_range,
     checked_pairs,
     checked_requirements,
+    checked_tagged,
     checked_transaction,
     encoded_rows,
     unmet,
@@ -264,6 +276,33 @@ class BaseStore(abc.ABC):
             check_flag(raw, "raw")
         return self._range_items(namespace, start, stop, reverse, limit, raw)
 
+    def tagged(
+        self,
+        tag: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[tuple[str, str, str]]:
+        """``(tag value, namespace, key)`` of live entries whose ``tag`` is in ``[start, stop)``.
+
+        Sorted by tag value, then namespace, then key (all by code point),
+        descending with ``reverse``; at most ``limit`` of them. Entries
+        without that tag are not listed. A store whose schema predates tags
+        (a DiskStore file opened read-only before its upgrade, a PostgreSQL
+        schema before ``setup()`` brought it to version 10) has none: [].
+
+        Args:
+            tag: ``"order"`` or ``"group"``.
+            start: Inclusive lower bound of the tag's value, or None.
+            stop: Exclusive upper bound, or None for no bound.
+            reverse: Largest value first.
+            limit: At most this many entries (up to ``2**63 - 1``); None for all.
+        """
+        checked_tagged(tag, start, stop, reverse, limit)
+        return self._tagged(tag, start, stop, reverse, limit)
+
     def namespaces(self, prefix: str | None = None) -> list[str]:
         """Namespaces holding at least one key, sorted; only those under ``prefix``."""
         if prefix is not None:
@@ -358,8 +397,8 @@ class BaseStore(abc.ABC):
         """Run ``transaction`` atomically: its conditions, then its writes, all or nothing.
 
         Every condition is checked against the store as it was before the
-        transaction; then ``prefix_deletes``, ``deletes`` and ``sets`` apply,
-        in that order. Everything is validated and encoded before anything
+        transaction; then ``prefix_deletes``, ``deletes``, ``tag_deletes`` and
+        ``sets`` apply, in that order. Everything is validated and encoded before anything
         changes. One transaction on a file, one round trip on PostgreSQL, one
         step under the store's lock in memory (where a plain ``set()``, which
         takes no lock, is not ordered with it).
@@ -372,7 +411,13 @@ class BaseStore(abc.ABC):
                 Nothing was written.
         """
         checked = checked_transaction(transaction)
-        if not (checked.conditions or checked.rows or checked.deletes or checked.prefixes):
+        if not (
+            checked.conditions
+            or checked.rows
+            or checked.deletes
+            or checked.prefixes
+            or checked.tag_deletes
+        ):
             return WriteResult(0, 0)
         return self._write(checked)
 
@@ -395,7 +440,8 @@ class BaseStore(abc.ABC):
         """Copy every namespace under ``source`` to the same name under ``target``.
 
         ``source + rest`` is copied to ``target + rest``; existing entries in
-        the target namespaces are replaced. Returns how many entries were copied.
+        the target namespaces are replaced; each copy carries its source's tags.
+        Returns how many entries were copied.
         """
         check_name(source, "source")
         check_name(target, "target")
@@ -522,8 +568,16 @@ class BaseStore(abc.ABC):
         The transaction is not empty. Conditions are checked in order against
         the state before the transaction; the first that fails raises
         :func:`~swarmstate._checks.conflict` and nothing is written. Then the
-        prefixes, the pairs and the rows (which may repeat keys), in that order.
+        prefixes, the pairs, the tag ranges and the rows (which may repeat
+        keys), in that order; each row carries ``transaction.tags``' entry
+        (none when that is None), replacing the tags its key had.
         """
+
+    @abc.abstractmethod
+    def _tagged(
+        self, tag: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
+    ) -> list[tuple[str, str, str]]:
+        """Backend hook for :meth:`tagged`: arguments checked, ``tag`` one of TAG_NAMES."""
 
     def _delete_many(self, pairs: list[Pair]) -> int:
         """Remove the pairs (at least one, maybe repeated) atomically; how many existed."""
@@ -534,7 +588,10 @@ class BaseStore(abc.ABC):
         return self._write(Checked([], [], [], [prefix], False)).deleted
 
     def _copy_prefix(self, source: str, target: str) -> int:
-        """Copy the namespaces under ``source`` to ``target``; correct for one writer only."""
+        """Copy the namespaces under ``source`` to ``target``; correct for one writer only.
+
+        Tags are not read here: a backend whose entries can carry tags overrides it.
+        """
         rows = [
             ((target + ns[len(source) :], key), data)
             for ns in self._namespaces(source)

@@ -20,8 +20,11 @@ from swarmstate._errors import ConflictError, InvalidArgumentError, InvalidKeyEr
 __all__ = [
     "ABSENT",
     "MAX_LIMIT",
+    "MAX_TAG_BYTES",
     "MAX_VALUE_BYTES",
+    "NO_TAGS",
     "PRESENT",
+    "TAG_NAMES",
     "Absent",
     "Bound",
     "Checked",
@@ -33,6 +36,9 @@ __all__ = [
     "Present",
     "Requirement",
     "Row",
+    "TagPair",
+    "TagRange",
+    "Tags",
     "Transaction",
     "WriteResult",
     "check_flag",
@@ -40,8 +46,11 @@ __all__ = [
     "check_max_history",
     "check_name",
     "check_range",
+    "check_tag",
+    "check_tag_value",
     "checked_pairs",
     "checked_requirements",
+    "checked_tagged",
     "checked_transaction",
     "conflict",
     "encoded_rows",
@@ -141,6 +150,38 @@ class Empty:
 Condition = Absent | Present | Holds | Empty
 """What a :class:`Transaction` may require before it writes."""
 
+TAG_NAMES: Final = ("order", "group")
+"""The tags an entry may carry, as :meth:`~swarmstate.BaseStore.tagged` names them."""
+
+MAX_TAG_BYTES: Final = 512
+"""The most UTF-8 bytes a tag value holds: on PostgreSQL a tag is indexed with
+the entry's namespace and key (up to 1,056 bytes each in their index form),
+and the whole index row must stay under the server's 2,704 bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tags:
+    """The ordered secondary keys of an entry, the optional 4th element of a set.
+
+    An entry carries at most one value per tag; None leaves that tag off.
+    :meth:`~swarmstate.BaseStore.tagged` lists live entries in the order of
+    one tag's values (ties by namespace, then key). Tags belong to the entry:
+    a set replaces them (a set without ``Tags`` leaves none), every delete
+    removes them, and snapshots, ``restore`` and ``copy_prefix`` carry them.
+    Values are strings of at most 512 UTF-8 bytes (:data:`MAX_TAG_BYTES`),
+    compared by code point as keys are.
+    """
+
+    order: str | None = None
+    group: str | None = None
+
+
+TagPair = tuple[str | None, str | None]
+"""A checked entry's tags: ``(order, group)``, each None when the entry has none."""
+TagRange = tuple[str, Bound, Bound]
+"""A checked tag delete: ``(tag, start, stop)``, the tag one of :data:`TAG_NAMES`."""
+NO_TAGS: Final[TagPair] = (None, None)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Transaction:
@@ -151,15 +192,22 @@ class Transaction:
     :class:`~swarmstate.ConflictError` names it. Otherwise the writes apply in
     this order: ``prefix_deletes`` (every entry whose namespace starts with
     one), then ``deletes`` (pairs), then ``sets``, so a key both deleted and
-    set ends up set.
+    set ends up set. ``tag_deletes`` run after the deletes and before the
+    sets: they remove the entries live at that point whose tag value is in
+    the range, and a set of the transaction is never removed by them.
 
     Args:
         conditions: :class:`Absent`, :class:`Present`, :class:`Holds` and
             :class:`Empty` conditions, all of which must hold.
-        sets: ``(namespace, key, value)`` entries; a later one wins over an
-            earlier one with the same key (with ``if_absent``, the first).
+        sets: ``(namespace, key, value)`` or ``(namespace, key, value, tags)``
+            entries, ``tags`` a :class:`Tags`; a later one wins over an
+            earlier one with the same key (with ``if_absent``, the first). An
+            entry written without tags carries none, whatever it had before.
         deletes: ``(namespace, key)`` pairs to remove.
         prefix_deletes: Namespace prefixes whose entries are removed.
+        tag_deletes: ``(tag, start, stop)`` ranges: every entry whose
+            ``tag`` (``"order"`` or ``"group"``) has a value in ``[start,
+            stop)`` is removed (None leaves that side unbounded).
         if_absent: Leave keys that hold a value untouched (insert-or-ignore),
             as ``set_many(if_absent=True)``.
         raw: Every value of ``sets`` is already msgpack bytes, stored as it
@@ -167,9 +215,10 @@ class Transaction:
     """
 
     conditions: Iterable[Condition] = ()
-    sets: Iterable[tuple[str, str, Any]] = ()
+    sets: Iterable[tuple[str, str, Any] | tuple[str, str, Any, Tags]] = ()
     deletes: Iterable[tuple[str, str]] = ()
     prefix_deletes: Iterable[str] = ()
+    tag_deletes: Iterable[tuple[str, str | None, str | None]] = ()
     if_absent: bool = False
     raw: bool = False
 
@@ -181,7 +230,8 @@ class WriteResult(NamedTuple):
     """Entries of ``sets`` written, counted as :meth:`~swarmstate.BaseStore.set_many`
     counts them (with ``if_absent``, only those inserted)."""
     deleted: int
-    """Entries removed by ``prefix_deletes`` and ``deletes`` (each counted once)."""
+    """Entries removed by ``prefix_deletes``, ``deletes`` and ``tag_deletes``
+    (each counted once)."""
 
 
 class Checked(NamedTuple):
@@ -192,6 +242,9 @@ class Checked(NamedTuple):
     deletes: list[Pair]
     prefixes: list[str]
     if_absent: bool
+    tags: list[TagPair] | None = None
+    """Each row's tags, in the order of ``rows``; None when no row has any."""
+    tag_deletes: list[TagRange] = []  # noqa: RUF012 - never mutated
 
 
 # -- argument checks -----------------------------------------------------------
@@ -300,9 +353,13 @@ def encoded_rows(
                 append(((ns, key), value if raw and type(value) is bytes else encode(value, raw)))
                 continue
         if type(entry) not in (tuple, list) or len(entry) != 3:
-            caller = "sets" if name == "sets" else "set_many"
+            if name == "sets":
+                raise InvalidArgumentError(
+                    f"sets takes (namespace, key, value) or (namespace, key, value, Tags) "
+                    f"tuples, got {entry!r}"
+                )
             raise InvalidArgumentError(
-                f"{caller} takes (namespace, key, value) tuples, got {entry!r}"
+                f"set_many takes (namespace, key, value) tuples, got {entry!r}"
             )
         ns, key, value = entry
         check_key(ns, key)
@@ -411,13 +468,92 @@ def checked_transaction(transaction: object) -> Checked:
                 f"{kind.__name__}: {condition!r:.80}"
             )
         conditions.append(condition)
-    rows = encoded_rows(transaction.sets, transaction.raw, "sets")
+    sets, tags = _split_tags(transaction.sets)
+    rows = encoded_rows(sets, transaction.raw, "sets")
     deletes = checked_pairs(transaction.deletes, "deletes")
     prefixes: list[str] = []
     for prefix in _iterate(transaction.prefix_deletes, "prefix_deletes", "namespace prefixes"):
         check_name(prefix, "prefix")
         prefixes.append(prefix)
-    return Checked(conditions, rows, deletes, prefixes, transaction.if_absent)
+    ranges: list[TagRange] = []
+    for entry in _iterate(transaction.tag_deletes, "tag_deletes", "(tag, start, stop) tuples"):
+        if type(entry) not in (tuple, list) or len(entry) != 3:
+            raise InvalidArgumentError(
+                f"tag_deletes takes (tag, start, stop) tuples, got {entry!r:.80}"
+            )
+        tag, start, stop = entry
+        check_tag(tag)
+        for bound, what in ((start, "start"), (stop, "stop")):
+            if bound is not None:
+                check_tag_value(bound, what)
+        ranges.append((tag, start, stop))
+    return Checked(conditions, rows, deletes, prefixes, transaction.if_absent, tags, ranges)
+
+
+def check_tag(tag: object) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``tag`` names a tag (:data:`TAG_NAMES`)."""
+    if type(tag) is not str or tag not in TAG_NAMES:
+        raise InvalidArgumentError(f"tag must be 'order' or 'group', got {tag!r:.80}")
+
+
+def check_tag_value(value: object, what: str) -> None:
+    """Raise :class:`InvalidKeyError` unless ``value`` is a name of at most MAX_TAG_BYTES bytes."""
+    check_name(value, what)
+    assert isinstance(value, str)
+    if len(value) * 4 > MAX_TAG_BYTES and len(value.encode()) > MAX_TAG_BYTES:
+        raise InvalidKeyError(
+            f"{what} has {len(value.encode())} UTF-8 bytes, over the {MAX_TAG_BYTES} "
+            "a tag value holds; keep tag values short (an id, a time, not a document)"
+        )
+
+
+def _split_tags(sets: object) -> tuple[list[Any], list[TagPair] | None]:
+    """A transaction's sets as ``(namespace, key, value)`` entries, and their checked tags.
+
+    The tags are None when no set carries any, so a write without tags takes
+    the paths it took before tags existed.
+    """
+    entries: list[Any] = []
+    tags: list[TagPair] = []
+    tagged = False
+    for entry in _iterate(sets, "sets", "(namespace, key, value[, tags]) tuples"):
+        if type(entry) in (tuple, list) and len(entry) == 4:
+            found = entry[3]
+            if type(found) is not Tags:
+                raise InvalidArgumentError(
+                    "the 4th element of a set must be a swarmstate.Tags, got "
+                    f"{type(found).__name__}: {found!r:.80}"
+                )
+            if found.order is not None:
+                check_tag_value(found.order, "tag order")
+            if found.group is not None:
+                check_tag_value(found.group, "tag group")
+            entries.append((entry[0], entry[1], entry[2]))
+            tags.append((found.order, found.group))
+            tagged = tagged or found != _NO_TAGS
+        else:
+            entries.append(entry)
+            tags.append(NO_TAGS)
+    return entries, tags if tagged else None
+
+
+_NO_TAGS: Final = Tags()
+
+
+def checked_tagged(
+    tag: object, start: object, stop: object, reverse: object, limit: object
+) -> None:
+    """The checks of :meth:`~swarmstate.BaseStore.tagged`: the tag, bounds, reverse, limit."""
+    check_tag(tag)
+    for bound, what in ((start, "start"), (stop, "stop")):
+        if bound is not None:
+            check_tag_value(bound, what)
+    check_flag(reverse, "reverse")
+    if limit is not None and (type(limit) is not int or not 0 <= limit <= MAX_LIMIT):
+        raise InvalidArgumentError(
+            f"limit must be None or an int from 0 to 2**63 - 1, got {limit!r}; "
+            "pass None for no limit"
+        )
 
 
 def conflict(condition: Condition) -> ConflictError:

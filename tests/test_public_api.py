@@ -17,6 +17,7 @@ EXPECTED = {
     "Empty",
     "Holds",
     "Present",
+    "Tags",
     "Transaction",
     "WriteResult",
     "ConflictError",

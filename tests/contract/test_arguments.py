@@ -244,7 +244,88 @@ WRITE_CASES: list[tuple[Call, type[Exception], str]] = [
         "prefix_deletes must be an iterable",
     ),
     (_write(prefix_deletes=[SURROGATE]), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    # Tags: a set's 4th element, then tag deletes (after the prefixes).
+    (
+        _write(sets=[("a", "k", 1, {"order": "x"})]),
+        swarmstate.InvalidArgumentError,
+        "must be a swarmstate.Tags",
+    ),
+    (_write(sets=[("a", "k", 1, None)]), swarmstate.InvalidArgumentError, "got NoneType"),
+    (
+        _write(sets=[("a", "k", 1, swarmstate.Tags(order=5))]),
+        swarmstate.InvalidKeyError,
+        "tag order must be a str",
+    ),
+    (
+        _write(sets=[("a", "k", 1, swarmstate.Tags(group=SURROGATE))]),
+        swarmstate.InvalidKeyError,
+        "tag group",
+    ),
+    (
+        _write(sets=[("a", "k", 1, swarmstate.Tags(order="x" * 513))]),
+        swarmstate.InvalidKeyError,
+        "513 UTF-8 bytes",
+    ),
+    (
+        _write(sets=[("a", "k", 1, swarmstate.Tags(order="é" * 257))]),
+        swarmstate.InvalidKeyError,
+        "514 UTF-8 bytes",
+    ),
+    (
+        _write(sets=[("a", "k", 1, swarmstate.Tags(), 2)]),
+        swarmstate.InvalidArgumentError,
+        "sets takes (namespace, key, value)",
+    ),
+    (
+        _write(tag_deletes=[("when", None, None)]),
+        swarmstate.InvalidArgumentError,
+        "tag must be 'order' or 'group', got 'when'",
+    ),
+    (_write(tag_deletes=[("order", 1, None)]), swarmstate.InvalidKeyError, "start must be a str"),
+    (_write(tag_deletes=[("group", None, SURROGATE)]), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    (
+        _write(tag_deletes=[("order", None)]),
+        swarmstate.InvalidArgumentError,
+        "tag_deletes takes (tag, start, stop)",
+    ),
+    (
+        _write(tag_deletes="order"),
+        swarmstate.InvalidArgumentError,
+        "tag_deletes must be an iterable",
+    ),
+    (
+        _write(prefix_deletes=[1], tag_deletes=[("when", None, None)]),
+        swarmstate.InvalidKeyError,
+        "prefix must be a str",
+    ),
 ]
+
+TAGGED_CASES: list[tuple[Call, type[Exception], str]] = [
+    (lambda s: s.tagged("when"), swarmstate.InvalidArgumentError, "tag must be 'order' or 'group'"),
+    (lambda s: s.tagged(None), swarmstate.InvalidArgumentError, "None"),
+    (lambda s: s.tagged("order", start=3), swarmstate.InvalidKeyError, "start must be a str"),
+    (lambda s: s.tagged("group", stop=SURROGATE), swarmstate.InvalidKeyError, repr(SURROGATE)),
+    (lambda s: s.tagged("order", start="x" * 600), swarmstate.InvalidKeyError, "600 UTF-8 bytes"),
+    (
+        lambda s: s.tagged("order", reverse=1),
+        swarmstate.InvalidArgumentError,
+        "reverse must be True or False",
+    ),
+    (lambda s: s.tagged("order", limit=-1), swarmstate.InvalidArgumentError, "limit must be None"),
+    (
+        lambda s: s.tagged("order", limit=2**63),
+        swarmstate.InvalidArgumentError,
+        "limit must be None",
+    ),
+    (lambda s: s.tagged("when", start=3, limit=-1), swarmstate.InvalidArgumentError, "tag must be"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "shown"), TAGGED_CASES)
+def test_a_bad_tagged_read_is_refused_alike(
+    store: swarmstate.BaseStore, call: Call, error: type[Exception], shown: str
+) -> None:
+    _raises(store, call, error, shown)
 
 
 @pytest.mark.parametrize(("call", "error", "shown"), WRITE_CASES)

@@ -1,9 +1,10 @@
 """Model-based test: every backend agrees with a plain dict, step by step.
 
-The model maps ``(namespace, key)`` to the encoded bytes of the value.
-Snapshots are recorded with a copy of the model at that moment and checked
-again at every later step: their contents, their ``size_bytes``, and the
-diff between any two of them.
+The model maps ``(namespace, key)`` to the encoded bytes of the value, and
+the tagged keys to their ``(order, group)`` tags. Snapshots are recorded
+with a copy of the model at that moment and checked again at every later
+step: their contents, their ``size_bytes``, and the diff between any two of
+them; a restore brings back the tags they had.
 """
 
 from __future__ import annotations
@@ -44,6 +45,28 @@ VALUES = strategies.recursive(
 )
 
 Model = dict[tuple[str, str], bytes]
+TagModel = dict[tuple[str, str], tuple[str | None, str | None]]
+
+TAG_VALUES = strategies.sampled_from(["", "a", "b", "b\x00", "é", "z"])
+TAGS = strategies.none() | strategies.builds(
+    swarmstate.Tags, order=strategies.none() | TAG_VALUES, group=strategies.none() | TAG_VALUES
+)
+TAG_RANGES = strategies.tuples(
+    strategies.sampled_from(["order", "group"]),
+    strategies.none() | TAG_VALUES,
+    strategies.none() | TAG_VALUES,
+)
+
+
+def tagged_of(tags: TagModel, tag: str) -> list[tuple[str, str, str]]:
+    """What ``store.tagged(tag)`` lists, from the model."""
+    at = 0 if tag == "order" else 1
+    return sorted((pair[at], ns, key) for (ns, key), pair in tags.items() if pair[at] is not None)
+
+
+def in_range(value: str, start: str | None, stop: str | None) -> bool:
+    return (start is None or value >= start) and (stop is None or value < stop)
+
 
 BOUNDS = strategies.none() | KEYS
 # A condition's kind and names; a Holds condition's bytes are drawn with it:
@@ -106,7 +129,13 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             super().__init__()
             self.store: swarmstate.BaseStore = factory(max_history=max_history)
             self.model: Model = {}
+            self.tags: TagModel = {}
             self.recorded: list[tuple[swarmstate.Snapshot, Model]] = []
+            self.recorded_tags: dict[int, TagModel] = {}
+
+        def untag(self, pairs: Any) -> None:
+            for pair in list(pairs):
+                self.tags.pop(pair, None)
 
         def retained(self) -> list[tuple[swarmstate.Snapshot, Model]]:
             if max_history is None:
@@ -121,12 +150,14 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
         def set(self, ns: str, key: str, value: Any) -> None:
             self.store.set(ns, key, value)
             self.model[(ns, key)] = swarmstate.dumps(value)
+            self.untag([(ns, key)])
 
         @rule(ns=NAMESPACES, key=KEYS)
         def delete(self, ns: str, key: str) -> None:
             existed = self.store.delete(ns, key)
             assert existed == ((ns, key) in self.model)
             self.model.pop((ns, key), None)
+            self.untag([(ns, key)])
 
         @rule(
             items=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES), max_size=5),
@@ -149,32 +180,38 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                 return
             self.store.set_many(items, if_absent=if_absent, ensure=ensure)
             for ns, key, value in ensure:
-                self.model.setdefault((ns, key), swarmstate.dumps(value))
+                if (ns, key) not in self.model:
+                    self.model[(ns, key)] = swarmstate.dumps(value)
+                    self.untag([(ns, key)])
             for ns, key, value in items:
                 if not (if_absent and (ns, key) in self.model):
                     self.model[(ns, key)] = swarmstate.dumps(value)
+                    self.untag([(ns, key)])
 
         @rule(
             drawn=strategies.lists(CONDITIONS, max_size=3),
-            sets=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES), max_size=4),
+            sets=strategies.lists(strategies.tuples(NAMESPACES, KEYS, VALUES, TAGS), max_size=4),
             deletes=strategies.lists(strategies.tuples(NAMESPACES, KEYS), max_size=3),
             prefixes=strategies.lists(NAMESPACES, max_size=2),
+            tag_ranges=strategies.lists(TAG_RANGES, max_size=2),
             if_absent=strategies.booleans(),
         )
         def write(
             self,
             drawn: list[tuple[str, str, str, str | None, Any]],
-            sets: list[tuple[str, str, Any]],
+            sets: list[tuple[str, str, Any, swarmstate.Tags | None]],
             deletes: list[tuple[str, str]],
             prefixes: list[str],
+            tag_ranges: list[tuple[str, str | None, str | None]],
             if_absent: bool,
         ) -> None:
             conditions = [condition_of(d, self.model) for d in drawn]
             transaction = swarmstate.Transaction(
                 conditions=conditions,
-                sets=sets,
+                sets=[entry[:3] if entry[3] is None else entry for entry in sets],
                 deletes=deletes,
                 prefix_deletes=prefixes,
+                tag_deletes=tag_ranges,
                 if_absent=if_absent,
             )
             if not all(holds(c, self.model) for c in conditions):
@@ -186,11 +223,26 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             doomed |= {k for k in deletes if k in model}
             for k in doomed:
                 del model[k]
+            self.untag(doomed)
+            for tag, start, stop in tag_ranges:
+                at = 0 if tag == "order" else 1
+                gone = {
+                    k
+                    for k, pair in self.tags.items()
+                    if pair[at] is not None and in_range(pair[at], start, stop)
+                }
+                for k in gone:
+                    del model[k]
+                self.untag(gone)
+                doomed |= gone
             written = 0
-            for ns, key, value in sets:
+            for ns, key, value, tags in sets:
                 if if_absent and (ns, key) in model:
                     continue
                 model[(ns, key)] = swarmstate.dumps(value)
+                self.untag([(ns, key)])
+                if tags is not None and (tags.order is not None or tags.group is not None):
+                    self.tags[(ns, key)] = (tags.order, tags.group)
                 written += 1
             assert self.store.write(transaction) == swarmstate.WriteResult(written, len(doomed))
 
@@ -200,6 +252,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             assert self.store.delete_many(pairs) == expected
             for pair in pairs:
                 self.model.pop(pair, None)
+            self.untag(pairs)
 
         @rule(prefix=NAMESPACES)
         def delete_prefix(self, prefix: str) -> None:
@@ -207,6 +260,7 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
             assert self.store.delete_prefix(prefix) == len(doomed)
             for k in doomed:
                 del self.model[k]
+            self.untag(doomed)
 
         @rule(source=NAMESPACES, dest=NAMESPACES)
         def copy_prefix(self, source: str, dest: str) -> None:
@@ -215,18 +269,29 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                 for (ns, key), data in self.model.items()
                 if ns.startswith(source)
             }
+            copied_tags = {
+                (dest + ns[len(source) :], key): self.tags.get((ns, key))
+                for ns, key in self.model
+                if ns.startswith(source)
+            }
             assert self.store.copy_prefix(source, dest) == len(copies)
             self.model.update(copies)
+            for k, pair in copied_tags.items():
+                self.tags.pop(k, None)
+                if pair is not None:
+                    self.tags[k] = pair
 
         @rule()
         def clear(self) -> None:
             self.store.clear()
             self.model.clear()
+            self.tags.clear()
 
         @rule(target=snaps)
         def snapshot(self) -> swarmstate.Snapshot:
             snap = self.store.snapshot()
             self.recorded.append((snap, dict(self.model)))
+            self.recorded_tags[snap.id] = dict(self.tags)
             return snap
 
         @rule(snap=snaps)
@@ -238,6 +303,25 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                 return
             self.store.restore(snap)
             self.model = dict(live[snap.id])
+            self.tags = dict(self.recorded_tags[snap.id])
+
+        @rule(
+            tag=strategies.sampled_from(["order", "group"]),
+            start=strategies.none() | TAG_VALUES,
+            stop=strategies.none() | TAG_VALUES,
+            reverse=strategies.booleans(),
+            limit=strategies.none() | strategies.integers(min_value=0, max_value=3),
+        )
+        def tagged(
+            self, tag: str, start: str | None, stop: str | None, reverse: bool, limit: int | None
+        ) -> None:
+            expected = [e for e in tagged_of(self.tags, tag) if in_range(e[0], start, stop)]
+            if reverse:
+                expected.reverse()
+            if limit is not None:
+                expected = expected[:limit]
+            got = self.store.tagged(tag, start=start, stop=stop, reverse=reverse, limit=limit)
+            assert got == expected
 
         @precondition(lambda self: factory.durable)
         @rule()
@@ -268,6 +352,8 @@ def make_machine(factory: Any, max_history: int | None) -> type[RuleBasedStateMa
                     seen[(ns, key)] = swarmstate.dumps(value)
             assert seen == self.model
             assert len(self.store) == len(self.model)
+            assert self.store.tagged("order") == tagged_of(self.tags, "order")
+            assert self.store.tagged("group") == tagged_of(self.tags, "group")
 
         @invariant()
         def snapshots_keep_their_contents(self) -> None:

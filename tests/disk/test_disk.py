@@ -221,6 +221,11 @@ INDEXED_QUERIES = [
     (statements.RESTORE_PLAN, {"m": 1, "v": 1}),
     (statements.DIFF, {"lo": 1, "lo_m": 1, "hi": 2, "hi_m": 2, "a": 1, "a_m": 1, "b": 2, "b_m": 2}),
     (statements.TOTALS, ()),
+    (statements.TAGGED_SQL[("order", True, True, False)], ("a", "b", 10)),
+    (statements.TAGGED_SQL[("group", False, False, True)], (10,)),
+    (statements.TAG_DELETE_NEW_SQL[("order", True, False)], ("a",)),
+    (statements.TAG_END_SQL[("group", False, True)], ("z",)),
+    (statements.PUT_FAST_TAGGED, ("ns", "k", 1, b"\xc0", "o", None)),
 ]
 
 
@@ -894,3 +899,67 @@ def test_processes_racing_a_conditioned_write_have_one_winner(db: Path) -> None:
             keys = {"claim": "{n}", "mark": "{n}/{w}"}[kind]
             expected = sorted((keys.format(n=n, w=w), w) for n, w in winners.items())
             assert store.items("claim" if kind == "claim" else "marks") == expected
+
+
+# -- schema version 3: tags -------------------------------------------------------
+
+
+def _as_version_2(path: Path) -> None:
+    """Turn a closed store's file into what a version 2 release wrote: no tag columns."""
+    conn = apsw.Connection(str(path))
+    with conn:
+        conn.execute("DROP INDEX entries_order")
+        conn.execute("DROP INDEX entries_group")
+        conn.execute("ALTER TABLE entries DROP COLUMN tag_order")
+        conn.execute("ALTER TABLE entries DROP COLUMN tag_group")
+        conn.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+
+
+def test_a_version_2_file_is_read_as_it_is_and_gains_tags_when_opened_to_write(db: Path) -> None:
+    store = DiskStore(db)
+    store.set_many([("ns", "a", 1), ("ns", "b", 2)])
+    snap_id = store.snapshot().id
+    store.set("ns", "a", 3)
+    store.close()
+    _as_version_2(db)
+    before = digest(db)
+
+    reader = DiskStore(db, readonly=True)
+    assert reader.items("ns") == [("a", 3), ("b", 2)]
+    assert reader.tagged("order") == []
+    assert reader.tagged("group", reverse=True) == []
+    assert [s.id for s in reader.snapshots()] == [snap_id]
+    reader.close()
+    assert digest(db) == before  # a read-only open changes nothing
+
+    store = DiskStore(db)  # migrates to version 3
+    assert scalar(db, "PRAGMA user_version") == schema.SCHEMA_VERSION == 3
+    assert store.items("ns") == [("a", 3), ("b", 2)]
+    assert store.tagged("order") == []
+    store.write(
+        swarmstate.Transaction(sets=[("ns", "c", 4, swarmstate.Tags(order="t", group="g"))])
+    )
+    assert store.tagged("order") == [("t", "ns", "c")]
+    (snap,) = store.snapshots()
+    store.restore(snap)  # a snapshot of the version 2 file restores
+    assert store.items("ns") == [("a", 1), ("b", 2)]
+    assert store.tagged("order") == []
+    store.close()
+    reader = DiskStore(db, readonly=True)
+    assert reader.items("ns") == [("a", 1), ("b", 2)]
+    reader.close()
+
+
+def test_a_version_1_file_is_refused_read_only_and_left_untouched(db: Path) -> None:
+    DiskStore(db).close()
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    before = digest(db)
+    with pytest.raises(
+        swarmstate.IncompatibleStoreError, match="version 1, older than this swarmstate reads"
+    ):
+        DiskStore(db, readonly=True)
+    assert digest(db) == before

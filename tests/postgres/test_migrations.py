@@ -102,6 +102,12 @@ def test_setup_brings_a_schema_of_each_earlier_version_to_the_schema_in_force(
         )
     )
     assert done == swarmstate.WriteResult(written=1, deleted=1)
+    # Tags, from version 10 on.
+    migrated.write(
+        swarmstate.Transaction(sets=[("t/a", "k", 4, swarmstate.Tags(order="o", group="g"))])
+    )
+    assert migrated.tagged("order") == [("o", "t/a", "k")]
+    assert migrated.write(swarmstate.Transaction(tag_deletes=[("group", "g", None)])).deleted == 1
 
 
 def test_every_earlier_version_has_the_statements_its_release_ran() -> None:

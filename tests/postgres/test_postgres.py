@@ -730,6 +730,51 @@ def test_write_works_before_setup_brings_the_schema_to_version_9(
     )
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_tags_wait_for_setup_to_bring_the_schema_to_version_10(
+    pg_conninfo: str, pg_store_factory: Any, version: int
+) -> None:
+    # Before version 10 the entries have no tag columns: tagged() finds none,
+    # a write with tags is refused naming setup(), and writes without go on.
+    schema = f"tags_at_version_{version}"
+    create_schema_at_version(pg_conninfo, schema, version)
+    long = "k" * 3000
+    with PostgresStore.from_conn_string(pg_conninfo, schema=schema) as old:
+        old.set_many([("t/a", "k", 1), ("ns", long, 2)])
+        before = old.snapshot()
+        assert old.tagged("order") == []
+        assert old.tagged("group", reverse=True, limit=1) == []
+        for refused in (
+            swarmstate.Transaction(sets=[("t/a", "k", 3, swarmstate.Tags(order="o"))]),
+            swarmstate.Transaction(tag_deletes=[("order", None, None)]),
+        ):
+            with pytest.raises(
+                swarmstate.IncompatibleStoreError, match=r"PostgresStore\.setup\(\)"
+            ):
+                old.write(refused)
+        assert old.get("t/a", "k") == 1
+        # A set whose Tags are empty carries none: a plain write.
+        assert (
+            old.write(swarmstate.Transaction(sets=[("t/b", "k", 3, swarmstate.Tags())])).written
+            == 1
+        )
+    store = pg_store_factory(schema=schema)  # setup() brings it to the schema in force
+    assert store.get_many([("t/a", "k"), ("t/b", "k"), ("ns", long)]) == [1, 3, 2]
+    assert store.tagged("order") == []
+    store.write(
+        swarmstate.Transaction(
+            sets=[
+                ("t/a", "k", 4, swarmstate.Tags(order="o1")),
+                ("ns", long, 5, swarmstate.Tags(order="o2")),
+            ]
+        )
+    )
+    assert store.tagged("order") == [("o1", "t/a", "k"), ("o2", "ns", long)]
+    store.restore(before)  # a snapshot taken before the migration
+    assert store.get_many([("t/a", "k"), ("t/b", "k"), ("ns", long)]) == [1, None, 2]
+    assert store.tagged("order") == []
+
+
 def test_a_bad_conninfo_fails_at_once_with_its_cause(pg_conninfo: str) -> None:
     from swarmstate.integrations.langgraph import SwarmStateSaver
 

@@ -13,7 +13,8 @@ created and deleted them) and the write functions; 2 makes ``put_many``
 cheaper for new keys; 3 turns ordered range reads into functions; 4
 compresses large values with lz4; 5 adds ``put_ensure``; 6 names of any
 length and snapshot tokens; 7 ``require_all`` and ``put_checked``; 8
-``put_checked`` checking its conditions itself, ``require_all`` dropped. Long
+``put_checked`` checking its conditions itself, ``require_all`` dropped; 9
+``write_all`` (``store.write``). Long
 lines are kept as they ran.
 """
 
@@ -703,5 +704,62 @@ _V8: Final[tuple[str, ...]] = (
     "DROP FUNCTION IF EXISTS {schema}.require_all(bytea[], bytea[], smallint[], bytea[])",
 )
 
-RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7, _V8)
+_V9: Final[tuple[str, ...]] = (
+    """
+        CREATE OR REPLACE FUNCTION {schema}.write_all(
+            c_kind smallint[], c_ns bytea[], c_key bytea[], c_value bytea[],
+            x_lo bytea[], x_hi bytea[], d_ns bytea[], d_key bytea[],
+            p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+            p_ns_long bytea[], p_key_long bytea[]
+        ) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+        DECLARE
+            found_value bytea;
+            holds boolean;
+            deleted bigint := 0;
+        BEGIN
+            PERFORM 1 FROM {schema}.meta FOR UPDATE;
+            FOR i IN 1 .. coalesce(array_length(c_kind, 1), 0) LOOP
+                IF c_kind[i] = 3 THEN
+                    IF octet_length(c_key[i]) > 1024 OR octet_length(c_value[i]) > 1024 THEN
+                        PERFORM 1 FROM {schema}.entries e
+                        WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                          AND e.key >= substring(c_key[i] FROM 1 FOR 1024)
+                          AND e.key < substring(c_value[i] FROM 1 FOR 1024)
+                          || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+                          AND coalesce(e.key_long, e.key) >= c_key[i]
+                          AND coalesce(e.key_long, e.key) < c_value[i]
+                        LIMIT 1;
+                    ELSE
+                        PERFORM 1 FROM {schema}.entries e
+                        WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                          AND e.key >= c_key[i] AND e.key < c_value[i]
+                        LIMIT 1;
+                    END IF;
+                    holds := NOT FOUND;
+                ELSE
+                    SELECT value INTO found_value FROM {schema}.entries
+                    WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+                    holds := CASE c_kind[i] WHEN 0 THEN NOT FOUND WHEN 1 THEN FOUND
+                             ELSE FOUND AND found_value = c_value[i] END;
+                END IF;
+                IF NOT holds THEN
+                    RAISE EXCEPTION 'swarmstate: condition % does not hold', i
+                        USING ERRCODE = 'SWRQ1', DETAIL = i::text;
+                END IF;
+            END LOOP;
+            FOR j IN 1 .. coalesce(array_length(x_lo, 1), 0) LOOP
+                deleted := deleted + {schema}.remove_range(x_lo[j], x_hi[j]);
+            END LOOP;
+            IF coalesce(array_length(d_ns, 1), 0) > 0 THEN
+                deleted := deleted + {schema}.remove_many(d_ns, d_key);
+            END IF;
+            RETURN ARRAY[
+                {schema}.put_many(p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long),
+                deleted
+            ];
+        END
+        $fn$""",
+)
+
+RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7, _V8, _V9)
 """One tuple of statements per released schema version, oldest first."""

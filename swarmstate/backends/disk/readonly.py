@@ -109,8 +109,11 @@ def configure_readonly(conn: apsw.Connection, busy_timeout: float) -> None:
     opening.set_stable_plans(conn)
 
 
-def identify_readonly(conn: apsw.Connection, path: str) -> str:
-    """The uid of a swarmstate store at this schema version; refuses anything else.
+def identify_readonly(conn: apsw.Connection, path: str) -> tuple[str, int]:
+    """The uid and schema version of a swarmstate store this code reads; refuses anything else.
+
+    A file of a version from :data:`~.schema.READONLY_SINCE` on is read as
+    it is (a version 2 file has no tags: ``tagged`` finds none there).
 
     Reads only, in one read transaction, so a refused file is left untouched.
     """
@@ -122,12 +125,13 @@ def identify_readonly(conn: apsw.Connection, path: str) -> str:
                 raise opening.foreign_error(path, application_id, tables, _UNTOUCHED)
             if version > schema.SCHEMA_VERSION:
                 raise opening.newer_error(path, version)
-            if version < schema.SCHEMA_VERSION:
+            if version < schema.READONLY_SINCE:
                 raise IncompatibleStoreError(
                     f"{path} has swarmstate schema version {version}, older than this "
-                    f"swarmstate's ({schema.SCHEMA_VERSION}); open it read-write once to migrate it"
+                    f"swarmstate reads ({schema.READONLY_SINCE}); open it read-write once "
+                    "to migrate it"
                 )
-            return opening.check_meta(path, opening.read_meta(conn))
+            return opening.check_meta(path, opening.read_meta(conn)), version
         finally:
             conn.execute("COMMIT")
     except (apsw.NotADBError, apsw.CorruptError) as exc:

@@ -18,6 +18,13 @@ snapshot may still need (multi-version rows, no copies):
 snapshot; ``snapshot()`` and ``len()`` add the rows written since (a range
 of ``id`` and of ``ended``), so a write touches no counter row.
 
+Tags (schema version 3): ``tag_order`` and ``tag_group`` hold an entry's
+ordered secondary keys on its own row (NULL: none), so a row version keeps
+the tags it was written with and snapshots, restore and copies carry them.
+Two partial indexes over live tagged rows, ``(tag, ns, key)``, give
+``tagged`` its order and ``tag_deletes`` their range; an untagged row is in
+neither. Every statement that overwrites a row sets both columns.
+
 Keys are ``TEXT`` compared with SQLite's default BINARY collation: memcmp of
 UTF-8, which is Unicode code point order, the same as Python's ``str`` order.
 SQL string functions are never applied to keys (``length()`` stops at NUL).
@@ -32,13 +39,19 @@ __all__ = [
     "CODEC",
     "FORMAT",
     "MIGRATIONS",
+    "READONLY_SINCE",
     "SCHEMA_VERSION",
     "SQLITE_HEADER",
     "SYNCHRONOUS_LEVELS",
+    "TAGS_SINCE",
 ]
 
 APPLICATION_ID: Final = 0x53775374  # "SwSt" in the SQLite header: marks our files
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
+TAGS_SINCE: Final = 3
+"""The first version with tags: an older file opened read-only has none."""
+READONLY_SINCE: Final = 2
+"""The oldest version a read-only open reads (snapshot tokens came with 2)."""
 FORMAT: Final = "swarmstate"
 CODEC: Final = "msgpack"
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
@@ -87,5 +100,19 @@ CREATE TABLE snapshots (
 # Snapshots taken before version 2 keep NULL, which their handles carry too.
 _SCHEMA_V2 = "ALTER TABLE snapshots ADD COLUMN token INTEGER;"
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _SCHEMA_V1), (2, _SCHEMA_V2))
+# Tags: two nullable columns (adding them rewrites no row) and their indexes.
+_SCHEMA_V3 = """
+ALTER TABLE entries ADD COLUMN tag_order TEXT;
+ALTER TABLE entries ADD COLUMN tag_group TEXT;
+CREATE INDEX entries_order ON entries (tag_order, ns, key)
+    WHERE ended IS NULL AND tag_order IS NOT NULL;
+CREATE INDEX entries_group ON entries (tag_group, ns, key)
+    WHERE ended IS NULL AND tag_group IS NOT NULL;
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
+    (1, _SCHEMA_V1),
+    (2, _SCHEMA_V2),
+    (3, _SCHEMA_V3),
+)
 """``(version, sql)`` in order; :func:`setup` applies those above the file's version."""

@@ -37,7 +37,8 @@ _EPOCH = "(SELECT epoch FROM counters)"
 PUT_FAST = f"""
 INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL
-DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {_FLOOR}
+DO UPDATE SET size = excluded.size, value = excluded.value, tag_order = NULL, tag_group = NULL
+WHERE entries.id >= {_FLOOR}
 """
 # PUT_FAST on the condition that (?5, ?6) has no live value, in the same
 # statement: a conditional write of one row as one autocommit transaction.
@@ -57,7 +58,8 @@ VALUES ({_NEXT_ID},
         THEN NULL ELSE ?1 END,
         ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL
-DO UPDATE SET size = excluded.size, value = excluded.value WHERE entries.id >= {_FLOOR}
+DO UPDATE SET size = excluded.size, value = excluded.value, tag_order = NULL, tag_group = NULL
+WHERE entries.id >= {_FLOOR}
 """
 
 
@@ -102,7 +104,7 @@ FROM (SELECT {_NEXT_ID} AS id) AS base, (VALUES {values}) AS row
 WHERE {holds}
 ORDER BY row.column1
 ON CONFLICT (ns, key) WHERE ended IS NULL
-DO UPDATE SET size = excluded.size, value = excluded.value
+DO UPDATE SET size = excluded.size, value = excluded.value, tag_order = NULL, tag_group = NULL
 """
 
 
@@ -180,8 +182,8 @@ def put_one_when(conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool
     conflict = (
         "DO NOTHING"
         if if_absent
-        else f"DO UPDATE SET size = excluded.size, value = excluded.value "
-        f"WHERE entries.id >= {_FLOOR}"
+        else "DO UPDATE SET size = excluded.size, value = excluded.value, "
+        f"tag_order = NULL, tag_group = NULL WHERE entries.id >= {_FLOOR}"
     )
     ns = f"CASE WHEN {' OR '.join(broken)} THEN NULL ELSE ?1 END" if broken else "?1"
     return f"""
@@ -206,10 +208,33 @@ WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id < {_FLOOR}
 PUT = f"""
 INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
 ON CONFLICT (ns, key) WHERE ended IS NULL
-DO UPDATE SET size = excluded.size, value = excluded.value
+DO UPDATE SET size = excluded.size, value = excluded.value, tag_order = NULL, tag_group = NULL
 """
 PUT_IF_ABSENT = f"""
 INSERT INTO entries (id, ns, key, size, value) VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4)
+ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
+"""
+# The same three for a row with tags, bound after the row: ?5 order, ?6 group
+# (either NULL). A row without tags takes the statements above, whose
+# overwrite clears any tags the key had.
+PUT_FAST_TAGGED = f"""
+INSERT INTO entries (id, ns, key, size, value, tag_order, tag_group)
+VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (ns, key) WHERE ended IS NULL
+DO UPDATE SET size = excluded.size, value = excluded.value,
+    tag_order = excluded.tag_order, tag_group = excluded.tag_group
+WHERE entries.id >= {_FLOOR}
+"""
+PUT_TAGGED = f"""
+INSERT INTO entries (id, ns, key, size, value, tag_order, tag_group)
+VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (ns, key) WHERE ended IS NULL
+DO UPDATE SET size = excluded.size, value = excluded.value,
+    tag_order = excluded.tag_order, tag_group = excluded.tag_group
+"""
+PUT_IF_ABSENT_TAGGED = f"""
+INSERT INTO entries (id, ns, key, size, value, tag_order, tag_group)
+VALUES ({_NEXT_ID}, ?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (ns, key) WHERE ended IS NULL DO NOTHING
 """
 # An ensured row's key is looked up first: it usually holds a value already.
@@ -239,6 +264,45 @@ DELETE_NEW = f"""
 DELETE FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL AND id >= {_FLOOR}
 """
 END_LIVE = f"UPDATE entries SET ended = {_EPOCH} WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
+
+
+def _tag_where(tag: str, has_start: bool, has_stop: bool) -> str:
+    # The tag's partial index: its WHERE repeated, so the planner can use it.
+    column = f"tag_{tag}"
+    where = f"ended IS NULL AND {column} IS NOT NULL"
+    if has_start:
+        where += f" AND {column} >= ?1"
+    if has_stop:
+        where += f" AND {column} < ?{2 if has_start else 1}"
+    return where
+
+
+_TAG_SHAPES: Final = [
+    (tag, has_start, has_stop)
+    for tag in ("order", "group")
+    for has_start in (False, True)
+    for has_stop in (False, True)
+]
+# Tag deletes, as prefix deletes: rows created since the latest snapshot are
+# deleted, the rest ended. Bound: the start, then the stop, those not None.
+TAG_DELETE_NEW_SQL: Final = {
+    shape: f"DELETE FROM entries WHERE {_tag_where(*shape)} AND id >= {_FLOOR}"
+    for shape in _TAG_SHAPES
+}
+TAG_END_SQL: Final = {
+    shape: f"UPDATE entries SET ended = {_EPOCH} WHERE {_tag_where(*shape)}"
+    for shape in _TAG_SHAPES
+}
+# tagged(): the bounds as for tag deletes, then the limit; read in order from
+# the tag's index.
+TAGGED_SQL: Final = {
+    (*shape, reverse): (
+        f"SELECT tag_{shape[0]}, ns, key FROM entries WHERE {_tag_where(*shape)} "
+        f"ORDER BY tag_{shape[0]} {d}, ns {d}, key {d} LIMIT ?{1 + shape[1] + shape[2]}"
+    )
+    for shape in _TAG_SHAPES
+    for reverse, d in ((False, "ASC"), (True, "DESC"))
+}
 
 # -- reads ---------------------------------------------------------------------
 GET = "SELECT value FROM entries WHERE ns = ?1 AND key = ?2 AND ended IS NULL"
@@ -300,7 +364,8 @@ SELECT ns FROM names WHERE ns IS NOT NULL
 
 NAMESPACES_SQL: Final = {flag: namespaces_sql(flag) for flag in (False, True)}
 PREFIX_ROWS_SQL: Final = {
-    flag: f"SELECT ns, key, size, value FROM entries WHERE {_prefix_where(flag)} ORDER BY ns, key"
+    flag: f"SELECT ns, key, size, value, tag_order, tag_group FROM entries "
+    f"WHERE {_prefix_where(flag)} ORDER BY ns, key"
     for flag in (False, True)
 }
 PREFIX_DELETE_NEW_SQL: Final = {
@@ -365,7 +430,7 @@ FROM rows
 """
 
 # For each key written since snapshot :v (taken at :m): the row it saw, the
-# current row, when the former ended, and whether both hold the same bytes.
+# current row, when the former ended, and whether both hold the same bytes and tags.
 # The current row is looked up once and is also the snapshot's row when it
 # predates :m; each of the two rows is then read once (a join, not one
 # subquery per column): restore costs a few seeks per changed key.
@@ -387,7 +452,8 @@ plan(was, cur) AS MATERIALIZED (
         cur
     FROM live
 )
-SELECT was, cur, w.ended, coalesce(w.value = n.value, 0)
+SELECT was, cur, w.ended,
+    coalesce(w.value = n.value AND w.tag_order IS n.tag_order AND w.tag_group IS n.tag_group, 0)
 FROM plan
 LEFT JOIN entries w ON w.id = plan.was
 LEFT JOIN entries n ON n.id = plan.cur
@@ -400,8 +466,8 @@ REVIVE_ROW = "UPDATE entries SET ended = NULL WHERE id = ?1"
 DELETE_ROW = "DELETE FROM entries WHERE id = ?1"
 END_ROW = f"UPDATE entries SET ended = {_EPOCH} WHERE id = ?1"
 COPY_ROW = f"""
-INSERT INTO entries (id, ns, key, size, value)
-SELECT {_NEXT_ID}, ns, key, size, value FROM entries WHERE id = ?1
+INSERT INTO entries (id, ns, key, size, value, tag_order, tag_group)
+SELECT {_NEXT_ID}, ns, key, size, value, tag_order, tag_group FROM entries WHERE id = ?1
 """
 
 SNAPSHOT_GET = """

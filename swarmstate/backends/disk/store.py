@@ -28,7 +28,7 @@ from swarmstate.backends.disk import reclaim as reclaiming
 from swarmstate.backends.disk.connections import Connections
 from swarmstate.backends.disk.driver import Connection, apsw
 from swarmstate.backends.disk.readonly import identify_readonly
-from swarmstate.backends.disk.schema import SYNCHRONOUS_LEVELS
+from swarmstate.backends.disk.schema import SYNCHRONOUS_LEVELS, TAGS_SINCE
 
 __all__ = ["DiskStore"]
 
@@ -105,13 +105,15 @@ class DiskStore(BaseStore):
         self.readonly = readonly
         self._file = str(self.path)
         self._page_size: int | None = None
+        self._has_tags = True  # False for an older file opened read-only
         self._db = Connections(
             self._file, readonly=readonly, synchronous=level, busy_timeout=self.busy_timeout
         )
         existed = False if self.readonly else opening.prepare_file(self._file)
         try:
             if self.readonly:
-                self._uid = identify_readonly(self._db.conn(), self._file)
+                self._uid, version = identify_readonly(self._db.conn(), self._file)
+                self._has_tags = version >= TAGS_SINCE
             else:
                 if existed:
                     self._db.retry_busy(
@@ -243,6 +245,16 @@ class DiskStore(BaseStore):
             return WriteResult(1, 0)
         return self._db.write("write", writes.transaction(transaction))
 
+    def _tagged(
+        self, tag: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
+    ) -> list[tuple[str, str, str]]:
+        if not self._has_tags:
+            return []
+        query = statements.TAGGED_SQL[(tag, start is not None, stop is not None, reverse)]
+        bounds = tuple(bound for bound in (start, stop) if bound is not None)
+        rows = self._db.query(query, (*bounds, _NO_LIMIT if limit is None else limit))
+        return [(value, ns, key) for value, ns, key in rows]
+
     def _delete_prefix(self, prefix: str) -> int:
         deletes = Checked([], [], [], [prefix], False)
         return self._db.write("delete", writes.transaction(deletes)).deleted
@@ -254,8 +266,11 @@ class DiskStore(BaseStore):
         def body(conn: Connection) -> int:
             query = statements.PREFIX_ROWS_SQL[high is not None]
             found: list[Any] = conn.execute(query, _bounds(source, high)).fetchall()
-            rows = [(target + ns[cut:], key, size, value) for ns, key, size, value in found]
-            return writes.put(conn, rows)
+            rows = [
+                (target + ns[cut:], key, size, value, order, group)
+                for ns, key, size, value, order, group in found
+            ]
+            return writes.put_tagged(conn, rows, False)
 
         return self._db.write("copy", body)
 

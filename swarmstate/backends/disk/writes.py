@@ -32,7 +32,8 @@ fallback of the ones before, and tells apart what made them fall through.
    breaks), then path 2's statements run in the same transaction. Every
    ``write`` that path 1 did not write runs :func:`transaction` likewise: its
    conditions (the first that breaks is named), then :func:`delete_prefix`,
-   :func:`delete` and path 2's statements.
+   :func:`delete`, :func:`delete_tagged` and path 2's statements (for sets
+   with tags, :func:`put_tagged`).
 
 ``delete_many`` and ``delete_prefix`` are such transactions with nothing but
 deletes. The statements are in :mod:`.statements`, in the same order.
@@ -55,6 +56,7 @@ from swarmstate._checks import (
     Present,
     Requirement,
     Row,
+    TagRange,
     WriteResult,
     conflict,
 )
@@ -68,10 +70,12 @@ __all__ = [
     "checked",
     "delete",
     "delete_prefix",
+    "delete_tagged",
     "ensure_absent",
     "one_row",
     "put",
     "put_if_absent",
+    "put_tagged",
     "transaction",
     "unless",
 ]
@@ -145,6 +149,8 @@ def one_row(db: Connections, txn: Checked) -> int:
         len(txn.rows) != 1
         or txn.deletes
         or txn.prefixes
+        or txn.tag_deletes
+        or txn.tags is not None
         or len(conditions) > statements.PUT_ONE_WHEN_MAX
     ):
         return 0
@@ -176,10 +182,15 @@ def one_row(db: Connections, txn: Checked) -> int:
 
 
 def transaction(txn: Checked) -> Callable[[Connection], WriteResult]:
-    """``write``'s transaction body: the conditions, then prefix deletes, deletes and sets."""
-    conditions, rows, pairs, prefixes, if_absent = txn
+    """``write``'s transaction body: the conditions, then prefix, key and tag deletes, then sets."""
+    conditions, rows, pairs, prefixes, if_absent, tags, ranges = txn
     params = _params(rows)
-    write = put_if_absent if if_absent else put
+    write: Callable[[Connection, list[Params]], int] = put_if_absent if if_absent else put
+    if tags is not None:
+        tagged = [(*row, *pair) for row, pair in zip(params, tags, strict=True)]
+
+        def write(conn: Connection, _: list[Params]) -> int:
+            return put_tagged(conn, tagged, if_absent)
 
     def body(conn: Connection) -> WriteResult:
         # Inside the write transaction: nothing can change between check and write.
@@ -191,6 +202,8 @@ def transaction(txn: Checked) -> Callable[[Connection], WriteResult]:
             deleted += delete_prefix(conn, prefix)
         if pairs:
             deleted += delete(conn, pairs)
+        for tag, start, stop in ranges:
+            deleted += delete_tagged(conn, (tag, start, stop))
         return WriteResult(write(conn, params) if params else 0, deleted)
 
     return body
@@ -265,6 +278,27 @@ def put(conn: Connection, rows: list[Params]) -> int:
     return len(rows)
 
 
+def put_tagged(
+    conn: Connection,
+    rows: list[tuple[str, str, int, bytes, str | None, str | None]],
+    if_absent: bool,
+) -> int:
+    """:func:`put` or :func:`put_if_absent` of rows bound with their tags (order, group)."""
+    execute, changes = conn.execute, conn.changes
+    written = 0
+    for row in rows:
+        if if_absent:
+            execute(statements.PUT_IF_ABSENT_TAGGED, row)
+            written += changes()
+            continue
+        execute(statements.PUT_FAST_TAGGED, row)
+        if not changes():
+            execute(statements.END_OLD, (row[0], row[1]))
+            execute(statements.PUT_TAGGED, row)
+        written += 1
+    return written
+
+
 def put_if_absent(conn: Connection, rows: list[Params]) -> int:
     """Insert the rows whose key has no live value; how many were inserted."""
     written = 0
@@ -310,6 +344,17 @@ def delete_prefix(conn: Connection, prefix: str) -> int:
     conn.execute(statements.PREFIX_DELETE_NEW_SQL[flag], bounds)
     removed = conn.changes()
     conn.execute(statements.PREFIX_END_SQL[flag], bounds)
+    return int(removed + conn.changes())
+
+
+def delete_tagged(conn: Connection, tag_range: TagRange) -> int:
+    """Remove the live entries whose tag is in the range; how many there were."""
+    tag, start, stop = tag_range
+    shape = (tag, start is not None, stop is not None)
+    bounds = tuple(bound for bound in (start, stop) if bound is not None)
+    conn.execute(statements.TAG_DELETE_NEW_SQL[shape], bounds)
+    removed = conn.changes()
+    conn.execute(statements.TAG_END_SQL[shape], bounds)
     return int(removed + conn.changes())
 
 

@@ -1,4 +1,4 @@
-"""A mutable sorted set of str with cheap inserts, for ordered key ranges in memory.
+"""A mutable sorted set with cheap inserts, for ordered key ranges in memory.
 
 Keys live in sorted chunks (lists of up to ``2 * CHUNK``) with a parallel list
 of each chunk's last key, so :mod:`bisect` (in C) finds a chunk and a range of
@@ -7,6 +7,10 @@ k keys costs O(log n + k). New keys first land in an unsorted ``pending`` set
 a store that is written far more than it is ranged pays almost nothing for
 its ordering, and one that alternates a write with a read (a checkpointer)
 merges one key per read, the same work as inserting in place.
+
+Members are str (a namespace's keys, the namespaces) or tuples of str (a
+tag's ``(value, namespace, key)`` entries): anything ordered as Python
+orders them.
 
 This set describes the current state only and is guarded by the store's
 lock; snapshots do not hold it (they keep the trie, see ``store``).
@@ -17,6 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Iterator
 from heapq import merge
+from typing import Generic, TypeVar
 
 __all__ = ["CHUNK", "SortedKeys"]
 
@@ -24,27 +29,29 @@ CHUNK = 128
 # Up to this many pending keys are inserted one by one; more are merged in one pass.
 _INSORT_MAX = 32
 
+K = TypeVar("K", str, tuple[str, str, str])
 
-class SortedKeys:
-    """A sorted set of str; the caller guarantees ``add`` gets new keys only."""
+
+class SortedKeys(Generic[K]):
+    """A sorted set; the caller guarantees ``add`` gets new keys only."""
 
     __slots__ = ("_chunks", "_len", "_maxes", "_pending")
 
     def __init__(self) -> None:
-        self._chunks: list[list[str]] = []
-        self._maxes: list[str] = []
-        self._pending: set[str] = set()
+        self._chunks: list[list[K]] = []
+        self._maxes: list[K] = []
+        self._pending: set[K] = set()
         self._len = 0
 
     def __len__(self) -> int:
         return self._len
 
-    def add(self, key: str) -> None:
+    def add(self, key: K) -> None:
         """Add a key that is not in the set."""
         self._pending.add(key)
         self._len += 1
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: K) -> None:
         """Remove a key that is in the set."""
         self._len -= 1
         pending = self._pending
@@ -89,17 +96,17 @@ class SortedKeys:
                 maxes[i] = chunk[-1]
                 maxes.insert(i + 1, upper[-1])
 
-    def _sorted_chunks(self) -> Iterator[str]:
+    def _sorted_chunks(self) -> Iterator[K]:
         for chunk in self._chunks:
             yield from chunk
 
     def range(
         self,
-        start: str | None = None,
-        stop: str | None = None,
+        start: K | None = None,
+        stop: K | None = None,
         reverse: bool = False,
         limit: int | None = None,
-    ) -> list[str]:
+    ) -> list[K]:
         """Keys with ``start <= key < stop``, ascending (or descending), at most ``limit``."""
         if self._pending:
             self._settle()
@@ -126,7 +133,7 @@ class SortedKeys:
                 ej = bisect_left(chunks[ei], stop)
         if (i, j) >= (ei, ej):
             return []
-        found: list[str] = []
+        found: list[K] = []
         want = self._len if limit is None else limit
         if reverse:
             for c in range(ei, i - 1, -1):
@@ -145,7 +152,7 @@ class SortedKeys:
                     break
         return found
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[K]:
         """Every key in order."""
         if self._pending:
             self._settle()

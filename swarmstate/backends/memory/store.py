@@ -19,6 +19,16 @@ assignments, a key written many times between two snapshots costs the trie
 once, and a snapshot costs the keys written since the previous one (never
 the size of the state) plus 16 references.
 
+Tags. A tagged entry's trie value is ``(bytes, order, group)`` rather than
+its bytes, so snapshots and restore carry its tags with no structure of
+their own; the current tags are a dict and one sorted set per tag of
+``(value, namespace, key)``, kept by the fold like the key sets. A write's
+dirty mark says which tags it left: None (the lock-free ``set`` and every
+untagged write) or the ``(order, group)`` of a tagged write, so the last
+write of a key decides its tags at the fold. A tagged write racing a
+lock-free ``set()`` of the same key is not ordered with it (as for every
+locked write), and may leave one's value with the other's tags.
+
 Each snapshot also records which keys its fold changed. A diff between a
 snapshot and one of its ancestors checks just those keys; any other pair of
 snapshots is compared through the tries, skipping shared subtrees by
@@ -45,6 +55,7 @@ from typing import Any
 
 from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import (
+    NO_TAGS,
     Absent,
     Bound,
     Checked,
@@ -56,6 +67,7 @@ from swarmstate._checks import (
     Present,
     Requirement,
     Row,
+    TagPair,
     WriteResult,
     conflict,
 )
@@ -70,6 +82,7 @@ __all__ = ["Store"]
 _SHARDS = 16
 _Key = tuple[str, str]
 _KeySet = set[_Key]  # an alias: inside Store, "set" names the method
+_TagEntry = tuple[str, str, str]  # (tag value, namespace, key)
 # What a snapshot holds: the 16 trie roots, the entry count, the byte total,
 # and the keys whose value may differ from its parent's (None: unknown).
 _Frozen = tuple[tuple[trie.Trie, ...], int, int, frozenset[_Key] | None]
@@ -101,12 +114,18 @@ class Store(BaseStore):
         # one atomic step; the fold pops a key and then reads its value from
         # _flat, the source of truth, so a racing writer is either seen or
         # left marked for the next fold, never lost.
-        self._dirty: dict[_Key, None] = {}
+        # The value is the tags the write left: None for none (see the docstring).
+        self._dirty: dict[_Key, TagPair | None] = {}
         self._set_flat({})
-        self._keys: dict[str, SortedKeys] = {}
-        self._names = SortedKeys()
+        self._keys: dict[str, SortedKeys[str]] = {}
+        self._names: SortedKeys[str] = SortedKeys()
         self._count_all = 0
         self._nbytes = 0
+        self._tags: dict[_Key, TagPair] = {}
+        self._by_tag: dict[str, SortedKeys[_TagEntry]] = {
+            "order": SortedKeys(),
+            "group": SortedKeys(),
+        }
         # Keys whose trie value changed since the last snapshot or restore
         # (None after clear(): everything may have).
         self._since: set[_Key] | None = set()
@@ -196,10 +215,26 @@ class Store(BaseStore):
             check_conditions(require, [flat.get(pair) for pair, _ in require])
             return self._put_locked(rows, if_absent, ensure)
 
-    def _put_locked(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+    def _put_locked(
+        self,
+        rows: list[Row],
+        if_absent: bool,
+        ensure: list[Row],
+        tags: list[TagPair] | None = None,
+    ) -> int:
         """:meth:`_put_many`'s writes; the caller holds the lock."""
         written = 0
         flat, dirty = self._flat, self._dirty
+        if tags is not None:
+            for (k, data), pair in zip(rows, tags, strict=True):
+                if if_absent:
+                    if k in flat or flat.setdefault(k, data) is not data:
+                        continue
+                else:
+                    flat[k] = data
+                dirty[k] = None if pair == NO_TAGS else pair
+                written += 1
+            return written
         for k, data in ensure:
             # setdefault is one atomic step, even against lock-free set().
             # The membership test first: raw values may be one shared
@@ -218,7 +253,7 @@ class Store(BaseStore):
         return written
 
     def _write(self, transaction: Checked) -> WriteResult:
-        conditions, rows, deletes, prefixes, if_absent = transaction
+        conditions, rows, deletes, prefixes, if_absent, tags, tag_deletes = transaction
         deleted = 0
         with self._lock:
             for condition in conditions:
@@ -240,8 +275,35 @@ class Store(BaseStore):
                 if flat.pop(k, MISSING) is not MISSING:
                     dirty[k] = None
                     deleted += 1
-            written = self._put_locked(rows, if_absent, []) if rows else 0
+            if tag_deletes:
+                self._fold()
+                for tag, start, stop in tag_deletes:
+                    found = self._by_tag[tag].range(
+                        None if start is None else (start, "", ""),
+                        None if stop is None else (stop, "", ""),
+                    )
+                    for _, ns, key in found:
+                        # Folded only later, as for prefixes: skip what is gone.
+                        k = (ns, key)
+                        if flat.pop(k, MISSING) is not MISSING:
+                            dirty[k] = None
+                            deleted += 1
+            written = self._put_locked(rows, if_absent, [], tags) if rows else 0
         return WriteResult(written, deleted)
+
+    def _tagged(
+        self, tag: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
+    ) -> list[tuple[str, str, str]]:
+        with self._lock:
+            if self._dirty:
+                self._fold()
+            # ("v", "", "") sorts before every entry whose value is "v".
+            return self._by_tag[tag].range(
+                None if start is None else (start, "", ""),
+                None if stop is None else (stop, "", ""),
+                reverse,
+                limit,
+            )
 
     def _holds(self, condition: Condition) -> bool:
         """Whether ``condition`` holds now; the caller holds the lock."""
@@ -275,15 +337,15 @@ class Store(BaseStore):
     def _copy_prefix(self, source: str, target: str) -> int:
         with self._lock:
             self._fold()
-            flat, dirty = self._flat, self._dirty
+            flat, dirty, tags = self._flat, self._dirty, self._tags
             copies = [
-                ((target + ns[len(source) :], key), flat[(ns, key)])
+                ((target + ns[len(source) :], key), flat[(ns, key)], tags.get((ns, key)))
                 for ns in self._names_under(source)
                 for key in self._keys[ns]
             ]
-            for k, data in copies:
+            for k, data, pair in copies:
                 flat[k] = data
-                dirty[k] = None
+                dirty[k] = pair
         return len(copies)
 
     def clear(self) -> None:
@@ -294,6 +356,8 @@ class Store(BaseStore):
             self._fresh = set()
             self._keys = {}
             self._names = SortedKeys()
+            self._tags = {}
+            self._by_tag = {"order": SortedKeys(), "group": SortedKeys()}
             self._count_all = self._nbytes = 0
             self._since = None
 
@@ -312,7 +376,7 @@ class Store(BaseStore):
             # popitem, not iteration: it hands back the dict's slots, so a dict
             # that once held many keys stays cheap to drain. It also runs
             # before _flat is read: see __init__.
-            k, _ = dirty.popitem()
+            k, tags = dirty.popitem()
             i = hash(k[0]) & 15
             data = flat.get(k, MISSING)
             if data is MISSING:
@@ -321,18 +385,21 @@ class Store(BaseStore):
                     continue
                 self._removed(k, old)
             else:
-                roots[i], old = trie.assoc(roots[i], k, hash(k), data, fresh)
+                value = data if tags is None else (data, *tags)
+                roots[i], old = trie.assoc(roots[i], k, hash(k), value, fresh)
                 if old is MISSING:
-                    self._added(k, data)
-                elif old is data:
+                    self._added(k, value)
+                elif old is value:
                     continue
                 else:
-                    self._nbytes += len(data) - len(old)
+                    self._changed(k, old, value)
             if since is not None:
                 since.add(k)
         return roots
 
-    def _added(self, k: _Key, data: bytes) -> None:
+    # A trie value is an entry's bytes, or (bytes, order, group) when it has tags.
+
+    def _added(self, k: _Key, value: Any) -> None:
         ns = k[0]
         found = self._keys.get(ns)
         if found is None:
@@ -340,9 +407,13 @@ class Store(BaseStore):
             self._names.add(ns)
         found.add(k[1])
         self._count_all += 1
-        self._nbytes += len(data)
+        if type(value) is bytes:
+            self._nbytes += len(value)
+        else:
+            self._nbytes += len(value[0])
+            self._tag(k, value[1], value[2])
 
-    def _removed(self, k: _Key, old: bytes) -> None:
+    def _removed(self, k: _Key, old: Any) -> None:
         ns = k[0]
         found = self._keys[ns]
         found.remove(k[1])
@@ -350,7 +421,35 @@ class Store(BaseStore):
             del self._keys[ns]
             self._names.remove(ns)
         self._count_all -= 1
-        self._nbytes -= len(old)
+        if type(old) is bytes:
+            self._nbytes -= len(old)
+        else:
+            self._nbytes -= len(old[0])
+            self._untag(k)
+
+    def _changed(self, k: _Key, old: Any, new: Any) -> None:
+        old_tagged, new_tagged = type(old) is not bytes, type(new) is not bytes
+        self._nbytes += len(new[0] if new_tagged else new) - len(old[0] if old_tagged else old)
+        if old_tagged:
+            if new_tagged and old[1:] == new[1:]:
+                return
+            self._untag(k)
+        if new_tagged:
+            self._tag(k, new[1], new[2])
+
+    def _tag(self, k: _Key, order: str | None, group: str | None) -> None:
+        self._tags[k] = (order, group)
+        if order is not None:
+            self._by_tag["order"].add((order, *k))
+        if group is not None:
+            self._by_tag["group"].add((group, *k))
+
+    def _untag(self, k: _Key) -> None:
+        order, group = self._tags.pop(k)
+        if order is not None:
+            self._by_tag["order"].remove((order, *k))
+        if group is not None:
+            self._by_tag["group"].remove((group, *k))
 
     def _names_under(self, prefix: str | None) -> list[str]:
         if not prefix:
@@ -399,11 +498,11 @@ class Store(BaseStore):
                         flat.pop(k, None)
                         self._removed(k, now)
                     elif now is MISSING:
-                        flat[k] = then
+                        flat[k] = then if type(then) is bytes else then[0]
                         self._added(k, then)
                     else:
-                        flat[k] = then
-                        self._nbytes += len(then) - len(now)
+                        flat[k] = then if type(then) is bytes else then[0]
+                        self._changed(k, now, then)
                 roots[i] = then_root
             self._fresh = set()
             self._since = set()
@@ -422,7 +521,9 @@ class Store(BaseStore):
         self._check_live(snapshot)
         k = (namespace, key)
         data = trie.get(snapshot._payload[0][hash(namespace) & 15], k, hash(k))
-        return default if data is MISSING else loads(data)
+        if data is MISSING:
+            return default
+        return loads(data if type(data) is bytes else data[0])
 
     def _snapshot_keys(self, snapshot: Snapshot) -> list[tuple[str, str]]:
         self._check_live(snapshot)
@@ -455,7 +556,7 @@ class Store(BaseStore):
                 added.append(k)
             elif after is MISSING:
                 removed.append(k)
-            else:
+            elif _bytes(before) != _bytes(after):  # as on a file: tags alone change nothing
                 changed.append(k)
         return sorted_diff(added, removed, changed)
 
@@ -484,3 +585,8 @@ class Store(BaseStore):
 
     def __repr__(self) -> str:
         return f"Store(entries={len(self)}, snapshots={len(self._history)})"
+
+
+def _bytes(value: Any) -> bytes:
+    """The stored bytes of a trie value (see :meth:`Store._added`)."""
+    return value if type(value) is bytes else value[0]

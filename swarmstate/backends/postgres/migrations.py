@@ -4,7 +4,7 @@ A new schema gets :data:`~.schema.CREATE` whole. A schema of an earlier
 version gets, in the same one transaction:
 
 1. the table steps of each version above its own (:data:`TABLE_STEPS`), in
-   order: versions 4 and 6 are the only ones that changed a table;
+   order: versions 4, 6 and 10 are the only ones that changed a table;
 2. every function of the schema in force (:data:`~.schema.FUNCTIONS`, each a
    ``CREATE OR REPLACE``): functions hold no data, so they are replaced
    whole rather than patched;
@@ -32,14 +32,22 @@ What each version changed:
 8. ``put_checked`` checks the conditions itself (one function fewer on
    every checkpoint's write); ``require_all`` dropped;
 9. ``write_all``: ``store.write(Transaction(...))`` (conditions, key ranges
-   that must be empty, prefix deletes, deletes and sets) in one statement.
+   that must be empty, prefix deletes, deletes and sets) in one statement;
+10. tags: ``tag_order``/``tag_group`` on ``entries`` with their partial
+    indexes (a table step), ``put_many`` with tags, ``write_tagged``; every
+    write without tags clears the tags of a row it overwrites.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from swarmstate.backends.postgres.schema import VALUES_LZ4
+from swarmstate.backends.postgres.schema import (
+    ENTRIES_GROUP,
+    ENTRIES_ORDER,
+    TAG_COLUMNS,
+    VALUES_LZ4,
+)
 
 __all__ = [
     "DROPPED",
@@ -47,6 +55,7 @@ __all__ = [
     "READ_RANGE_SINCE",
     "REQUIRE_SINCE",
     "TABLE_STEPS",
+    "TAGS_SINCE",
     "TOKENS_SINCE",
     "WRITE_ALL_SINCE",
 ]
@@ -62,6 +71,8 @@ REQUIRE_SINCE: Final = 7
 """``put_checked``: ``set_many(require=...)`` in the same statement as the write."""
 WRITE_ALL_SINCE: Final = 9
 """``write_all``: a transaction (``store.write``) in one statement."""
+TAGS_SINCE: Final = 10
+"""Tags: ``tagged``, sets with tags, ``tag_deletes`` (``write_tagged``)."""
 
 TABLE_STEPS: Final[dict[int, tuple[str, ...]]] = {
     4: (VALUES_LZ4,),
@@ -79,6 +90,8 @@ SET key_long = key, key = substring(key FROM 1 FOR 1024) || sha256(key)
 WHERE octet_length(key) > 1024""",
         "ALTER TABLE {schema}.snapshots ADD COLUMN token bigint",
     ),
+    # Nullable columns with no default: adding them rewrites no row.
+    10: (TAG_COLUMNS, ENTRIES_ORDER, ENTRIES_GROUP),
 }
 """By version: the statements that changed a table, run before the functions."""
 

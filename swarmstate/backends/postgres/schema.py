@@ -8,12 +8,15 @@ empty array).
 
 Tables (one schema per store, named by the ``schema=`` option):
 
-``entries(ns, key, created_v, deleted_v, value, ns_long, key_long)``
+``entries(ns, key, created_v, deleted_v, value, ns_long, key_long, tag_order, tag_group)``
     One row per value version. ``ns``/``key`` hold the UTF-8 bytes of the
     names (``bytea``: byte order is code point order, and unlike ``text`` it
     holds U+0000), or a long name's *index form* (below). A row is live
     while ``deleted_v`` is NULL; the snapshot taken at version ``s`` sees it
-    when ``created_v <= s < deleted_v``.
+    when ``created_v <= s < deleted_v``. ``tag_order``/``tag_group`` hold
+    the entry's tags (UTF-8 bytes, NULL: none) on its own row, so each row
+    version keeps the tags it was written with; ``entries_order`` and
+    ``entries_group`` index live tagged rows by ``(tag, ns, key)``.
 ``meta`` (one row)
     The store's uid, the version writes are stamped with, the snapshot id
     counter, the head snapshot and running totals (count, bytes), so a
@@ -57,7 +60,9 @@ the ``meta`` lock are current. A checkpoint's write is ``put_checked``
 (conditions), which calls ``put_ensure`` (entries written only where
 absent), which calls ``put_many`` (the entries). ``store.write`` is
 ``write_all`` (conditions, then ``remove_range``, ``remove_many`` and
-``put_many``).
+``put_many``); a transaction with tags is ``write_tagged`` (``write_all``
+without its sets, the tag ranges' ``remove_many``, then ``put_many`` with
+the tags). A write without tags clears the tags of every row it overwrites.
 """
 
 from __future__ import annotations
@@ -71,10 +76,11 @@ __all__ = [
     "REQUIRE_SQLSTATE",
     "SCHEMA_VERSION",
     "TABLES",
+    "TAG_COLUMNS",
     "VALUES_LZ4",
 ]
 
-SCHEMA_VERSION: Final = 9
+SCHEMA_VERSION: Final = 10
 """The version a schema has after ``setup()`` with this code."""
 
 HEAD_BYTES: Final = 1024
@@ -108,7 +114,9 @@ CREATE TABLE {schema}.entries (
     deleted_v bigint,
     value bytea NOT NULL,
     ns_long bytea,
-    key_long bytea
+    key_long bytea,
+    tag_order bytea,
+    tag_group bytea
 )"""
 
 # Values compress with lz4. A value over ~2 kB (a checkpoint is ~12 kB) is
@@ -146,6 +154,17 @@ CREATE INDEX entries_created ON {schema}.entries (created_v)"""
 ENTRIES_DELETED: Final = """
 CREATE INDEX entries_deleted ON {schema}.entries (deleted_v) WHERE deleted_v IS NOT NULL"""
 
+# tagged() and tag deletes, in tag order; rows without the tag are in neither.
+ENTRIES_ORDER: Final = """
+CREATE INDEX entries_order ON {schema}.entries (tag_order, ns, key)
+WHERE deleted_v IS NULL AND tag_order IS NOT NULL"""
+ENTRIES_GROUP: Final = """
+CREATE INDEX entries_group ON {schema}.entries (tag_group, ns, key)
+WHERE deleted_v IS NULL AND tag_group IS NOT NULL"""
+TAG_COLUMNS: Final = """
+ALTER TABLE {schema}.entries ADD COLUMN tag_order bytea, ADD COLUMN tag_group bytea"""
+"""Version 10's table step, before its two indexes."""
+
 SNAPSHOTS: Final = """
 CREATE TABLE {schema}.snapshots (
     id bigint PRIMARY KEY,
@@ -166,6 +185,8 @@ TABLES: Final = (
     ENTRIES_DEAD,
     ENTRIES_CREATED,
     ENTRIES_DELETED,
+    ENTRIES_ORDER,
+    ENTRIES_GROUP,
     SNAPSHOTS,
 )
 """The tables, their first row and their indexes, in the order they are created."""
@@ -237,7 +258,7 @@ BEGIN
         WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
         IF old_v = v THEN
             -- No snapshot can see the old value: replace it in place.
-            UPDATE {schema}.entries SET value = p_value[i]
+            UPDATE {schema}.entries SET value = p_value[i], tag_order = NULL, tag_group = NULL
             WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
         ELSE
             UPDATE {schema}.entries SET deleted_v = v
@@ -318,13 +339,98 @@ BEGIN
         WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
         IF old_v = v THEN
             -- No snapshot can see the old value: replace it in place.
-            UPDATE {schema}.entries SET value = p_value[i]
+            UPDATE {schema}.entries SET value = p_value[i], tag_order = NULL, tag_group = NULL
             WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
         ELSE
             UPDATE {schema}.entries SET deleted_v = v
             WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
             INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
             VALUES (p_ns[i], p_key[i], p_ns_long[i], p_key_long[i], v, p_value[i]);
+        END IF;
+        d_bytes := d_bytes - old_n;
+        written := written + 1;
+    END LOOP;
+    UPDATE {schema}.meta
+    SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+    RETURN written;
+END
+$fn$"""
+
+# put_many with each entry's tags (order, group: NULL where it has none),
+# which the entry's row takes in place of any it had.
+PUT_MANY_TAGGED: Final = """
+CREATE OR REPLACE FUNCTION {schema}.put_many(
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[], p_order bytea[], p_group bytea[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    n bigint := coalesce(cardinality(p_ns), 0);
+    v bigint;
+    got bigint;
+    new_ns bytea[];
+    new_key bytea[];
+    i integer;
+    old_v bigint;
+    old_n bigint;
+    new_n bigint;
+    d_count bigint;
+    d_bytes bigint := 0;
+    written bigint;
+BEGIN
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE {schema}.meta
+    SET total_count = total_count + n,
+        total_bytes = total_bytes
+            + (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(p_value) AS x)
+    RETURNING version INTO v;
+    WITH ins AS (
+        INSERT INTO {schema}.entries
+            (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+        SELECT u.ns, u.key, u.ns_long, u.key_long, v, u.value, u.tag_order, u.tag_group
+        FROM unnest(p_ns, p_key, p_ns_long, p_key_long, p_value, p_order, p_group)
+            AS u(ns, key, ns_long, key_long, value, tag_order, tag_group)
+        ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING
+        RETURNING ns, key
+    )
+    SELECT count(*), array_agg(ns), array_agg(key) INTO got, new_ns, new_key FROM ins;
+    IF got = n THEN
+        RETURN n;
+    END IF;
+    -- Some keys exist: none of them adds to the count, and each
+    -- replaces (or, with p_if_absent, keeps) its old value.
+    d_count := got - n;
+    written := got;
+    FOR i IN
+        SELECT u.ord::integer
+        FROM unnest(p_ns, p_key) WITH ORDINALITY AS u(ns, key, ord)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM unnest(new_ns, new_key) AS g(ns, key)
+            WHERE g.ns = u.ns AND g.key = u.key
+        )
+        ORDER BY u.ord
+    LOOP
+        new_n := octet_length(p_value[i]);
+        IF p_if_absent THEN
+            d_bytes := d_bytes - new_n;
+            CONTINUE;
+        END IF;
+        SELECT created_v, octet_length(value) INTO old_v, old_n
+        FROM {schema}.entries
+        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        IF old_v = v THEN
+            -- No snapshot can see the old value: replace it in place.
+            UPDATE {schema}.entries
+            SET value = p_value[i], tag_order = p_order[i], tag_group = p_group[i]
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        ELSE
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+            INSERT INTO {schema}.entries
+                (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+            VALUES (p_ns[i], p_key[i], p_ns_long[i], p_key_long[i], v, p_value[i],
+                    p_order[i], p_group[i]);
         END IF;
         d_bytes := d_bytes - old_n;
         written := written + 1;
@@ -499,6 +605,52 @@ BEGIN
 END
 $fn$"""
 
+# store.write(Transaction(...)) with tags or tag deletes: write_all's
+# conditions, prefix ranges and pairs (no entries), then each tag range's
+# live rows (t_tag 0: tag_order, 1: tag_group; [t_lo, t_hi)) through
+# remove_many, then the entries with their tags. Returns {written, deleted}.
+WRITE_TAGGED: Final = """
+CREATE OR REPLACE FUNCTION {schema}.write_tagged(
+    c_kind smallint[], c_ns bytea[], c_key bytea[], c_value bytea[],
+    x_lo bytea[], x_hi bytea[], d_ns bytea[], d_key bytea[],
+    t_tag smallint[], t_lo bytea[], t_hi bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[], p_order bytea[], p_group bytea[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    done bigint[];
+    deleted bigint;
+    a_ns bytea[];
+    a_key bytea[];
+BEGIN
+    done := {schema}.write_all(
+        c_kind, c_ns, c_key, c_value, x_lo, x_hi, d_ns, d_key,
+        '{{}}', '{{}}', '{{}}', p_if_absent, '{{}}', '{{}}'
+    );
+    deleted := done[2];
+    FOR j IN 1 .. coalesce(array_length(t_tag, 1), 0) LOOP
+        IF t_tag[j] = 0 THEN
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key FROM {schema}.entries
+            WHERE deleted_v IS NULL AND tag_order IS NOT NULL
+              AND tag_order >= t_lo[j] AND tag_order < t_hi[j];
+        ELSE
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key FROM {schema}.entries
+            WHERE deleted_v IS NULL AND tag_group IS NOT NULL
+              AND tag_group >= t_lo[j] AND tag_group < t_hi[j];
+        END IF;
+        IF a_ns IS NOT NULL THEN
+            deleted := deleted + {schema}.remove_many(a_ns, a_key);
+        END IF;
+    END LOOP;
+    RETURN ARRAY[
+        {schema}.put_many(
+            p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long, p_order, p_group
+        ),
+        deleted
+    ];
+END
+$fn$"""
+
 REMOVE_MANY: Final = """
 CREATE OR REPLACE FUNCTION {schema}.remove_many(p_ns bytea[], p_key bytea[])
 RETURNS bigint LANGUAGE plpgsql AS $fn$
@@ -556,7 +708,7 @@ END
 $fn$"""
 
 # Reads the source after taking the lock, then writes it through put_many
-# (which takes the lock it already holds). The source is read in full first,
+# (which takes the lock it already holds), tags and all. The source is read in full first,
 # so a target that overlaps it copies what was there when the call started.
 # Each copied namespace gets its own index form (a short source name may
 # become a long one).
@@ -570,16 +722,19 @@ DECLARE
     a_value bytea[];
     a_ns_long bytea[];
     a_key_long bytea[];
+    a_order bytea[];
+    a_group bytea[];
 BEGIN
     PERFORM 1 FROM {schema}.meta FOR UPDATE;
     SELECT array_agg(CASE WHEN octet_length(t) > 1024
                           THEN substring(t FROM 1 FOR 1024) || sha256(t) ELSE t END),
            array_agg(key), array_agg(value),
-           array_agg(CASE WHEN octet_length(t) > 1024 THEN t END), array_agg(key_long)
-    INTO a_ns, a_key, a_value, a_ns_long, a_key_long
+           array_agg(CASE WHEN octet_length(t) > 1024 THEN t END), array_agg(key_long),
+           array_agg(tag_order), array_agg(tag_group)
+    INTO a_ns, a_key, a_value, a_ns_long, a_key_long, a_order, a_group
     FROM (
         SELECT p_target || substring(coalesce(ns_long, ns) FROM p_cut) AS t,
-               key, key_long, value
+               key, key_long, value, tag_order, tag_group
         FROM {schema}.entries
         WHERE ns >= substring(p_lo FROM 1 FOR 1024)
           AND ns < substring(p_hi FROM 1 FOR 1024)
@@ -590,7 +745,9 @@ BEGIN
     IF a_ns IS NULL THEN
         RETURN 0;
     END IF;
-    RETURN {schema}.put_many(a_ns, a_key, a_value, false, a_ns_long, a_key_long);
+    RETURN {schema}.put_many(
+        a_ns, a_key, a_value, false, a_ns_long, a_key_long, a_order, a_group
+    );
 END
 $fn$"""
 
@@ -615,8 +772,9 @@ BEGIN
     WHERE deleted_v IS NULL AND created_v > p_v AND created_v = v;
     UPDATE {schema}.entries SET deleted_v = v
     WHERE deleted_v IS NULL AND created_v > p_v;
-    INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
-    SELECT ns, key, ns_long, key_long, v, value FROM {schema}.entries
+    INSERT INTO {schema}.entries
+        (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+    SELECT ns, key, ns_long, key_long, v, value, tag_order, tag_group FROM {schema}.entries
     WHERE deleted_v > p_v AND created_v <= p_v;
     GET DIAGNOSTICS brought = ROW_COUNT;
     UPDATE {schema}.meta
@@ -692,10 +850,12 @@ $fn$"""
 FUNCTIONS: Final = (
     PUT_MANY,
     PUT_MANY_LONG,
+    PUT_MANY_TAGGED,
     PUT_ENSURE,
     PUT_ENSURE_LONG,
     PUT_CHECKED,
     WRITE_ALL,
+    WRITE_TAGGED,
     REMOVE_MANY,
     REMOVE_RANGE,
     COPY_RANGE,

@@ -104,6 +104,38 @@ PUT_CHECKED: Final = (
 WRITE_ALL: Final = """
 SELECT {schema}.write_all(%s::smallint[], %b, %b, %b, %b, %b, %b, %b, %b, %b, %b, %s, %b, %b)"""
 
+# Positional: WRITE_ALL's conditions, prefix ranges and pairs, the tag ranges
+# (tag 0 order / 1 group, lows, highs), then the entries with their long
+# forms and tags (version 10).
+WRITE_TAGGED: Final = """
+SELECT {schema}.write_tagged(%s::smallint[], %b, %b, %b, %b, %b, %b, %b,
+    %s::smallint[], %b, %b, %b, %b, %b, %s, %b, %b, %b, %b)"""
+
+
+def _tagged_sql(column: str, direction: str, by_full_names: bool) -> str:
+    # The tag's index gives (tag, index forms) order; by_full_names sorts by
+    # the names themselves, for a page holding a name longer than HEAD_BYTES.
+    full = ("coalesce(ns_long, ns)", "coalesce(key_long, key)")
+    names = ", ".join(full)
+    order = full if by_full_names else ("ns", "key")
+    keys = ", ".join(f"{part} {direction}" for part in (column, *order))
+    return f"""
+SELECT {column}, {names}, octet_length(ns) > 1024 OR octet_length(key) > 1024
+FROM {{schema}}.entries
+WHERE deleted_v IS NULL AND {column} IS NOT NULL AND {column} >= %b AND {column} < %b
+ORDER BY {keys} LIMIT %s::bigint"""
+
+
+# Positional (start, stop, limit): tagged() (version 10), by tag and direction.
+TAGGED_ORDER_ASC: Final = _tagged_sql("tag_order", "ASC", False)
+TAGGED_ORDER_DESC: Final = _tagged_sql("tag_order", "DESC", False)
+TAGGED_GROUP_ASC: Final = _tagged_sql("tag_group", "ASC", False)
+TAGGED_GROUP_DESC: Final = _tagged_sql("tag_group", "DESC", False)
+TAGGED_ORDER_ASC_SORTED: Final = _tagged_sql("tag_order", "ASC", True)
+TAGGED_ORDER_DESC_SORTED: Final = _tagged_sql("tag_order", "DESC", True)
+TAGGED_GROUP_ASC_SORTED: Final = _tagged_sql("tag_group", "ASC", True)
+TAGGED_GROUP_DESC_SORTED: Final = _tagged_sql("tag_group", "DESC", True)
+
 # Positional parameters (ns, key, value, if_absent): the hottest statement,
 # and a tuple is cheaper to adapt than a dict.
 PUT_MANY: Final = "SELECT {schema}.put_many(%b, %b, %b, %s)"

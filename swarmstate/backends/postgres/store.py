@@ -264,6 +264,22 @@ class PostgresStore(BaseStore):
     def _write(self, transaction: Checked) -> WriteResult:
         return writes.write(self._session, transaction)
 
+    def _tagged(
+        self, tag: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
+    ) -> list[tuple[str, str, str]]:
+        session = self._session
+        session.ready()
+        if limit == 0 or session.version < migrations.TAGS_SINCE:
+            return []  # before version 10 no entry has tags
+        name = f"TAGGED_{tag.upper()}_{'DESC' if reverse else 'ASC'}"
+        bounds = (b"" if start is None else enc(start), _TOP if stop is None else enc(stop), limit)
+        rows = session.fetch(name, bounds)
+        if any(row[3] for row in rows):
+            # Index order is name order except between two names longer than
+            # the head that share it: such a page is read again, sorted in full.
+            rows = session.fetch(name + "_SORTED", bounds)
+        return [(dec(value), dec(ns), dec(key)) for value, ns, key, _ in rows]
+
     def _delete_many(self, pairs: list[Pair]) -> int:
         if not self._session.settled() and any_long(name for pair in pairs for name in pair):
             return self._session.at_fixed_version(lambda: self._delete_many(pairs))

@@ -14,7 +14,9 @@ are in :mod:`.schema`); which one, by what the batch holds:
 3. ``write(Transaction(...))`` (:func:`write`): ``WRITE_ALL`` (``write_all``:
    the conditions, then ``remove_range``, ``remove_many`` and ``put_many``),
    long names included; a broken condition raises in the server, naming its
-   number, and nothing is written.
+   number, and nothing is written. With tags or tag deletes (version 10):
+   ``WRITE_TAGGED`` (``write_tagged``), the same with the tag ranges and
+   each entry's tags.
 
 The other ways, each for what the one statement cannot take:
 
@@ -26,7 +28,8 @@ The other ways, each for what the one statement cannot take:
   before version 7 (and for long names), conditions read under the store's
   lock and checked here, then the write, in one transaction of several
   round trips (:func:`required`); before version 9, ``write`` likewise
-  (:func:`write_in_steps`).
+  (:func:`write_in_steps`). Before version 10 a write with tags or tag
+  deletes is refused (:func:`before_tags`): the schema has nowhere to keep them.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ from swarmstate._checks import (
     Present,
     Requirement,
     Row,
+    TagPair,
     WriteResult,
     conflict,
 )
-from swarmstate._errors import ConflictError, StorageError
+from swarmstate._errors import ConflictError, IncompatibleStoreError, StorageError
 from swarmstate.backends.postgres import migrations, statements
 from swarmstate.backends.postgres.driver import psycopg, tuple_row
 from swarmstate.backends.postgres.names import (
@@ -64,6 +68,7 @@ from swarmstate.backends.postgres.schema import REQUIRE_SQLSTATE
 from swarmstate.backends.postgres.session import Session
 
 __all__ = [
+    "before_tags",
     "ensure_before_v5",
     "long_names",
     "put_many",
@@ -192,9 +197,12 @@ def write(session: Session, txn: Checked) -> WriteResult:
         ConflictError: A condition did not hold (nothing was written).
     """
     session.ready()
+    conditions, rows, pairs, prefixes, if_absent, tags, ranges = txn
+    tagged = tags is not None or bool(ranges)
+    if tagged and session.version < migrations.TAGS_SINCE:
+        raise before_tags(session)
     if session.version < migrations.WRITE_ALL_SINCE:
         return write_in_steps(session, txn)
-    conditions, rows, pairs, prefixes, if_absent = txn
     found_as = session.found_as
     c_kind: list[int] = []
     c_ns: list[bytes] = []
@@ -212,15 +220,26 @@ def write(session: Session, txn: Checked) -> WriteResult:
             c_value.append(condition.data if type(condition) is Holds else b"")
     lows = [enc(prefix) for prefix in prefixes]
     doomed = dict.fromkeys((found_as(ns), found_as(key)) for ns, key in pairs)
-    params = put_many_params(rows, if_absent)
+    if tags is not None:
+        params, orders, groups = _tagged_params(rows, tags, if_absent)
+    else:
+        params = put_many_params(rows, if_absent)
+        orders = groups = []  # write_tagged reads them as NULL: no tags
     p_ns, p_key, p_value, ns_long, key_long = with_long_forms(params)
     if not has_long_names(params):
         ns_long = key_long = []  # write_all reads them as NULL: no long name
     args: tuple[Any, ...] = (c_kind, c_ns, c_key, c_value, lows, [low + _TOP for low in lows])
     args += ([ns for ns, _ in doomed], [key for _, key in doomed])
+    if tagged:
+        t_tag = [0 if tag == "order" else 1 for tag, _, _ in ranges]
+        t_lo = [b"" if start is None else enc(start) for _, start, _ in ranges]
+        t_hi = [_TOP if stop is None else enc(stop) for _, _, stop in ranges]
+        args += (t_tag, t_lo, t_hi)
     args += (p_ns, p_key, p_value, if_absent, ns_long, key_long)
+    if tagged:
+        args += (orders, groups)
     try:
-        written, deleted = session.scalar("WRITE_ALL", args)
+        written, deleted = session.scalar("WRITE_TAGGED" if tagged else "WRITE_ALL", args)
     except StorageError as exc:
         cause = exc.__cause__
         if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
@@ -232,6 +251,40 @@ def write(session: Session, txn: Checked) -> WriteResult:
     return WriteResult(int(written) if if_absent else len(rows), int(deleted))
 
 
+def _tagged_params(
+    rows: list[Row], tags: list[TagPair], if_absent: bool
+) -> tuple[Arrays | None, list[bytes | None], list[bytes | None]]:
+    """``put_many``'s arguments with each entry's tags, keys made distinct as it makes them."""
+    encoded: dict[tuple[bytes, bytes], tuple[bytes, TagPair]] = {}
+    for ((ns, key), data), pair in zip(rows, tags, strict=True):
+        names = (enc(ns), enc(key))
+        if if_absent:
+            encoded.setdefault(names, (data, pair))  # the first of duplicates is inserted
+        else:
+            encoded[names] = (data, pair)  # later items win
+    if not encoded:
+        return None, [], []
+    kept = list(encoded.values())
+    params: Arrays = (
+        [ns for ns, _ in encoded],
+        [key for _, key in encoded],
+        [data for data, _ in kept],
+        if_absent,
+    )
+    orders = [None if order is None else enc(order) for _, (order, _) in kept]
+    groups = [None if group is None else enc(group) for _, (_, group) in kept]
+    return params, orders, groups
+
+
+def before_tags(session: Session) -> IncompatibleStoreError:
+    """The error of a write with tags on a schema ``setup()`` has not brought to version 10."""
+    return IncompatibleStoreError(
+        f"schema {session.schema!r} is at version {session.version}, before tags "
+        f"(version {migrations.TAGS_SINCE}): call PostgresStore.setup() once to migrate it; "
+        "until then a write with tags or tag_deletes is refused and tagged() finds none"
+    )
+
+
 # -- off the one-statement path ---------------------------------------------------
 
 
@@ -241,7 +294,7 @@ def write_in_steps(session: Session, txn: Checked) -> WriteResult:
     One transaction of several round trips: the store's lock, each condition
     read and checked here, then the existing write functions.
     """
-    conditions, rows, pairs, prefixes, if_absent = txn
+    conditions, rows, pairs, prefixes, if_absent, _, _ = txn  # no tags: see write()
     lock = session.statement("LOCK")
 
     def work(conn: psycopg.Connection[Any]) -> WriteResult:
