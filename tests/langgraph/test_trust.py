@@ -35,14 +35,16 @@ from typing import Annotated, Any, TypedDict
 import ormsgpack
 import pydantic
 import pytest
+from hypothesis import given, settings, strategies
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Send, interrupt
 
 import swarmstate
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys, strict_serializer
+from swarmstate.integrations.langgraph import SwarmStateSaver, allowlist, keys, strict_serializer
 from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]
@@ -666,3 +668,42 @@ def test_a_planted_class_name_is_logged_escaped(caplog: pytest.LogCaptureFixture
     assert "\x1b" not in ours[0]
     assert "\n" not in ours[0]
     assert "'evil\\x1b[2J.Name\\nforged line'" in ours[0]
+
+
+# -- the check that spares plain data a walk never misses an object ----------------------
+
+
+@dataclasses.dataclass
+class Marked:
+    label: str
+
+
+_TEXTS = strategies.one_of(
+    strategies.text(max_size=300),
+    # Lengths whose msgpack header bytes are extension markers (0xc7-0xc9, 0xd4-0xd8).
+    strategies.sampled_from([199, 200, 201, 212, 213, 214, 215, 216]).map(lambda n: "x" * n),
+    strategies.text(alphabet="\u0500\u05d0\u0627\u01c8\u0248", max_size=200),
+)
+_LEAVES = strategies.one_of(
+    _TEXTS,
+    strategies.integers(min_value=-(2**63), max_value=2**64 - 1),
+    strategies.floats(allow_nan=False),
+    strategies.booleans(),
+    strategies.none(),
+    _TEXTS.map(Marked),
+)
+_VALUES = strategies.recursive(
+    _LEAVES,
+    lambda inner: strategies.one_of(
+        strategies.lists(inner, max_size=12),
+        strategies.dictionaries(_TEXTS, inner, max_size=6),
+    ),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_the_quick_check_finds_every_object_a_walk_finds(value: Any) -> None:
+    kind, data = JsonPlusSerializer().dumps_typed(value)
+    assert allowlist.classes_in(value, kind, data) == allowlist.objects_in(value)

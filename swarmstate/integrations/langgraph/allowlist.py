@@ -92,25 +92,76 @@ def learn(classes: Iterable[type]) -> None:
 def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
     """The classes of the objects ``value`` holds, given what the serializer made of it.
 
-    Empty at once when its msgpack bytes hold none of the extension type
-    bytes (0xc7-0xc9: ext 8/16/32, 0xd4-0xd8: fixext 1-16), so only plain
-    data; a byte that only looks like one costs a walk, nothing else.
+    Empty at once when its msgpack bytes hold nothing shaped like an object
+    (:func:`_object_shaped`), or, when too many bytes look like the start of
+    one to check each, when the value packs as plain data with no hook; a
+    value that may hold objects is walked (:func:`objects_in`).
     """
     if kind == "msgpack" and type(data) is bytes:
-        if not (  # one memchr per extension type byte (an int: no TypeError path)
-            0xC7 in data
-            or 0xC8 in data
-            or 0xC9 in data
-            or 0xD4 in data
-            or 0xD5 in data
-            or 0xD6 in data
-            or 0xD7 in data
-            or 0xD8 in data
-        ):
+        shaped = _object_shaped(data)
+        if shaped is False or (shaped is None and _plain(value)):
             return _NOTHING
     elif kind in ("null", "bytes", "bytearray"):
         return _NOTHING
     return objects_in(value)
+
+
+_EXT_HEADS: Final = (
+    (0xC7, 2),
+    (0xC8, 3),
+    (0xC9, 5),
+    (0xD4, 1),
+    (0xD5, 1),
+    (0xD6, 1),
+    (0xD7, 1),
+    (0xD8, 1),
+)
+"""Each msgpack extension marker (ext 8/16/32, fixext 1-16) and the bytes to its type code."""
+_OBJECT_CODES: Final = 5
+"""The serializer writes an object as extension 0-5, its data ``(module, class name, ...)``."""
+_LOOKS_PER_KIB: Final = 1
+"""Marker bytes checked one by one per KiB of data; past that, packing the value is cheaper."""
+
+
+def _object_shaped(data: bytes) -> bool | None:
+    """Whether ``data`` holds bytes shaped like an object the serializer wrote (None: too many).
+
+    Never False when it holds one: an object is an extension of type 0-5
+    whose data is an array opening with its module's name, a str. Marker
+    bytes are found with ``memchr`` and each is checked for that
+    shape, so a string's length byte that happens to be a marker (a 200-byte
+    text's is ``0xc8``) costs a few comparisons, not a walk of the value.
+    More than one a KiB (text whose UTF-8 uses those bytes, many strings of
+    those lengths) is left to :func:`_plain`, whose cost is the size.
+    """
+    find = data.find
+    end = len(data) - 2
+    looks = max(8, _LOOKS_PER_KIB * (len(data) >> 10))
+    for marker, head in _EXT_HEADS:
+        at = find(marker)
+        while at >= 0:
+            looks -= 1
+            if looks < 0:
+                return None
+            code = at + head
+            if (
+                code < end
+                and data[code] <= _OBJECT_CODES
+                and 0x90 <= data[code + 1] <= 0x9F
+                and (0xA0 <= data[code + 2] <= 0xBF or 0xD9 <= data[code + 2] <= 0xDB)
+            ):
+                return True
+            at = find(marker, at + 1)
+    return False
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is builtin data only: it packs with no hook and no passthrough type."""
+    try:
+        ormsgpack.packb(value, option=STRICT)
+    except (TypeError, ValueError):  # an object (or a key or number msgpack has no form for)
+        return False
+    return True
 
 
 def objects_in(value: Any) -> set[type]:
