@@ -685,6 +685,7 @@ _TEXTS = strategies.one_of(
     strategies.text(alphabet="\u0500\u05d0\u0627\u01c8\u0248", max_size=200),
 )
 _LEAVES = strategies.one_of(
+    strategies.sampled_from(["m", "mm", "ab"]).map(Marked),
     _TEXTS,
     strategies.integers(min_value=-(2**63), max_value=2**64 - 1),
     strategies.floats(allow_nan=False),
@@ -707,3 +708,15 @@ _VALUES = strategies.recursive(
 def test_the_quick_check_finds_every_object_a_walk_finds(value: Any) -> None:
     kind, data = JsonPlusSerializer().dumps_typed(value)
     assert allowlist.classes_in(value, kind, data) == allowlist.objects_in(value)
+
+
+def test_the_quick_check_finds_objects_packed_as_fixed_size_extensions() -> None:
+    # An object whose data is exactly 8 or 16 bytes is a fixext 8 or 16, not an ext 8.
+    found = []
+    for module, name in (("mm", "AB"), ("module", "Named1")):
+        cls = dataclasses.make_dataclass(name, [])
+        cls.__module__ = module
+        kind, data = JsonPlusSerializer().dumps_typed({"x": [cls()]})
+        found.append(data[data.index(0x91) + 1])  # the marker of the list's one item
+        assert allowlist.classes_in({"x": [cls()]}, kind, data) == {cls}
+    assert found == [0xD7, 0xD8]

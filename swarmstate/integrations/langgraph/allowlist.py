@@ -106,17 +106,13 @@ def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
     return objects_in(value)
 
 
-_EXT_HEADS: Final = (
-    (0xC7, 2),
-    (0xC8, 3),
-    (0xC9, 5),
-    (0xD4, 1),
-    (0xD5, 1),
-    (0xD6, 1),
-    (0xD7, 1),
-    (0xD8, 1),
-)
-"""Each msgpack extension marker (ext 8/16/32, fixext 1-16) and the bytes to its type code."""
+_EXT_HEADS: Final = ((0xC7, 2), (0xC8, 3), (0xC9, 5), (0xD7, 1), (0xD8, 1))
+"""Each msgpack extension marker an object can take, and the bytes to its type code.
+
+ext 8/16/32, and fixext 8 and 16: an object's data (an array, the module's
+name, the class name, the arguments) takes at least six bytes, so never
+fixext 1, 2 or 4.
+"""
 _OBJECT_CODES: Final = 5
 """The serializer writes an object as extension 0-5, its data ``(module, class name, ...)``."""
 _LOOKS_PER_KIB: Final = 1
