@@ -211,3 +211,38 @@ def test_paging_arguments_are_checked(make_store: MakeStore, bad: Any) -> None:
         saver.recent_threads(limit=bad)
     with pytest.raises(swarmstate.InvalidArgumentError, match="offset"):
         saver.recent_threads(offset=bad)
+
+
+def test_delete_thread_is_one_transaction_that_leaves_nothing_of_the_thread(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    graph = _graph(saver)
+    for thread in ("a", "b"):
+        for turn in range(2):
+            run = {**cfg(thread), "run_id": uuid.UUID(int=ord(thread) * 10 + turn)}
+            graph.invoke({"log": []}, run, durability="sync")
+    kept = [row for row in _listed(saver) if row[1] == "b"]
+    counts = {ns: store.count(ns) for ns in (keys.INDEX, keys.REGISTRY, keys.ACTIVITY)}
+    calls: list[str] = []
+    for name in ("set", "set_many", "delete", "delete_many", "delete_prefix", "write"):
+        method = getattr(store, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **options: Any) -> Any:
+            calls.append(_name)
+            return _method(*args, **options)
+
+        setattr(store, name, counted)
+
+    saver.delete_thread("a")
+
+    assert calls == ["write"]  # the tombstone and every deletion, all or nothing
+    assert store.namespaces(keys.thread_prefix("a")) == []
+    assert counts[keys.INDEX] > len(kept)
+    assert store.count(keys.INDEX) == len(kept)  # one index entry a checkpoint: b's alone
+    assert store.count(keys.REGISTRY) == counts[keys.REGISTRY] - 1
+    assert store.count(keys.ACTIVITY) < counts[keys.ACTIVITY]
+    assert saver.list_threads() == ["b"]
+    assert [row for row in _listed(saver) if row[1] == "b"] == kept
+    assert [row for row in _listed(saver) if row[1] == "a"] == []

@@ -245,7 +245,7 @@ def made_period(checkpoint_id: str) -> str | None:
 
 def settle(store: BaseStore, thread_id: str) -> None:
     """Make a thread's registry and activity entries say what it holds, after some of its
-    checkpoints were deleted (not the whole thread: :func:`forget_thread` is for that).
+    checkpoints were deleted (not the whole thread: :func:`forgotten` is for that).
 
     A thread left with no checkpoint leaves the registry and the activity
     index; one whose newest checkpoint went ranks by the newest it has left
@@ -307,12 +307,10 @@ def thread_activity(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     ]
 
 
-def forget_thread(store: BaseStore, thread_id: str, index: Iterable[tuple[str, str]]) -> None:
-    """Delete a deleted thread's registry entry and index entries (``index``: its
-    checkpoints' and activity entries, read before its namespaces went)."""
-    pairs = [(keys.REGISTRY, keys.field(thread_id)), *index]
-    for start in range(0, len(pairs), _PAGE):
-        store.delete_many(pairs[start : start + _PAGE])
+def forgotten(thread_id: str, index: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What deleting a thread deletes from the store-wide indexes: its registry entry and
+    ``index`` (its checkpoints' and activity entries, read before its namespaces go)."""
+    return [(keys.REGISTRY, keys.field(thread_id)), *index]
 
 
 def indexed(store: BaseStore) -> bool:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, PRESENT
+from swarmstate._checks import ABSENT, PRESENT, Absent, Holds, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import (
     ConflictError,
@@ -268,9 +268,18 @@ class Guards:
             )
 
     def _swap(
-        self, thread_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+        self,
+        thread_id: str,
+        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+        *,
+        deletes: list[tuple[str, str]] | None = None,
+        prefix_deletes: list[str] | None = None,
     ) -> Any:
-        """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None)."""
+        """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None).
+
+        ``deletes`` and ``prefix_deletes`` go in the same transaction as the
+        new guard, all or nothing.
+        """
         key = keys.field(thread_id)
         for _ in range(_ATTEMPTS):
             raw, guard = self._read(thread_id)
@@ -278,11 +287,24 @@ class Guards:
             if new is None:
                 return None
             try:
-                self.store.set_many(
-                    [(GUARDS, key, dumps(new))],
-                    raw=True,
-                    require=[(GUARDS, key, raw if raw is not None else ABSENT)],
-                )
+                if deletes is None and prefix_deletes is None:
+                    self.store.set_many(
+                        [(GUARDS, key, dumps(new))],
+                        raw=True,
+                        require=[(GUARDS, key, raw if raw is not None else ABSENT)],
+                    )
+                else:
+                    self.store.write(
+                        Transaction(
+                            conditions=[
+                                Holds(GUARDS, key, raw) if raw is not None else Absent(GUARDS, key)
+                            ],
+                            sets=[(GUARDS, key, dumps(new))],
+                            deletes=deletes or (),
+                            prefix_deletes=prefix_deletes or (),
+                            raw=True,
+                        )
+                    )
                 return new
             except ConflictError:
                 continue
@@ -330,14 +352,21 @@ class Guards:
 
         return self._swap(thread_id, change) is not None
 
-    def tombstone(self, thread_id: str) -> None:
-        """Mark the thread deleted (before its entries go), keeping its token counter."""
+    def tombstone(
+        self, thread_id: str, deletes: list[tuple[str, str]], prefix_deletes: list[str]
+    ) -> None:
+        """Mark the thread deleted and delete its entries, in one transaction.
+
+        The guard keeps its token counter. ``deletes`` and ``prefix_deletes``
+        are the thread's entries; a write of the thread racing this one lands
+        before it (and goes with the thread) or meets the tombstone.
+        """
 
         def change(guard: dict[str, Any]) -> dict[str, Any]:
             guard["deleted"] = self.clock()
             return guard
 
-        self._swap(thread_id, change)
+        self._swap(thread_id, change, deletes=deletes, prefix_deletes=prefix_deletes)
 
 
 class Refusals:

@@ -104,20 +104,21 @@ def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
 def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
     """Remove every checkpoint, chunk and write of one thread, leaving a tombstone.
 
-    The tombstone (:mod:`.guard`) goes first: from then on a late write
-    of a run still going is refused once what it builds on is gone.
+    One transaction: the tombstone (:mod:`.guard`), the thread's namespaces,
+    and its entries in the run index and the store-wide indexes, read just
+    before. From then on a late write of a run still going is refused once
+    what it builds on is gone. A put landing between the read and the
+    transaction loses its checkpoint with the thread and leaves at most an
+    index entry naming nothing, which reads skip.
     """
-    Guards(store).tombstone(thread_id)
-    # The run index first: a put landing between the two steps re-creates
-    # its index entry (the thread's checkpoints then go), and at worst an
-    # entry is left pointing at nothing. The other order could leave a
-    # checkpoint that its run's index no longer names.
-    index = run_index_pairs(store, thread_id)
-    if index:
-        store.delete_many(index)
-    entries = catalog.thread_entries(store, thread_id) + catalog.thread_activity(store, thread_id)
-    store.delete_prefix(keys.thread_prefix(thread_id))
-    catalog.forget_thread(store, thread_id, entries)
+    deletes = [
+        *run_index_pairs(store, thread_id),
+        *catalog.forgotten(
+            thread_id,
+            catalog.thread_entries(store, thread_id) + catalog.thread_activity(store, thread_id),
+        ),
+    ]
+    Guards(store).tombstone(thread_id, deletes, [keys.thread_prefix(thread_id)])
 
 
 def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
