@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, values
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -626,3 +626,92 @@ def test_a_none_value_is_stored_as_the_serializer_writes_it() -> None:
         assert got is not None
         assert got.checkpoint["channel_values"] == {"flag": None, "n": 1}
     assert Counting.calls == 1
+
+
+class _Notes(TypedDict):
+    brief: str
+    scratch: str
+    turn: int
+
+
+def _notes_graph(saver: Any, brief: str) -> Any:
+    """A brief set by the first input and never changed, and a scratchpad every node rewrites."""
+
+    def node(name: str) -> Callable[[_Notes], dict[str, Any]]:
+        def write(state: _Notes) -> dict[str, Any]:
+            turn = state["turn"]
+            return {"scratch": f"{name} {turn} " + _text(turn * 7 + len(name)) + _text(turn)}
+
+        return write
+
+    builder = StateGraph(_Notes)
+    for name in ("plan", "act", "check"):
+        builder.add_node(name, node(name))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "act")
+    builder.add_edge("act", "check")
+    builder.add_edge("check", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _run_notes(saver: Any, brief: str, turns: int) -> Any:
+    graph = _notes_graph(saver, brief)
+    for turn in range(turns):
+        state: dict[str, Any] = {"turn": turn}
+        if turn == 0:
+            state["brief"] = brief
+        graph.invoke(state, cfg("notes"))
+    return graph
+
+
+def test_a_text_under_the_sharing_size_is_stored_in_its_record_and_never_compared(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    reference = InMemorySaver()
+    graphs = [_run_notes(s, "b", 8) for s in (saver, reference)]
+    scratch = graphs[0].get_state(cfg("notes")).values["scratch"]
+    assert 500 < len(scratch.encode()) < values.SHARE_AT
+    # Rewritten by every node (24 versions): each rides inside its checkpoint's
+    # record; only a version carried unchanged into the next turn's input
+    # checkpoint becomes a chunk, once a turn.
+    assert len(saver.store.keys(keys.chunks("notes"))) <= 8
+    for ours, theirs in zip(
+        graphs[0].get_state_history(cfg("notes")),
+        graphs[1].get_state_history(cfg("notes")),
+        strict=True,
+    ):
+        assert ours.values == theirs.values
+    fresh = _notes_graph(SwarmStateSaver(saver.store), "b")
+    assert fresh.get_state(cfg("notes")).values == graphs[1].get_state(cfg("notes")).values
+
+
+def test_a_text_carried_unchanged_is_stored_once_not_copied_into_every_record(
+    make_store: MakeStore,
+) -> None:
+    # Uncompressed, so the stored bytes can be searched for the text.
+    saver = SwarmStateSaver(make_store(), compress=False)
+    brief = "brief: " + " ".join(f"fact{i:05d}" for i in range(600))
+    assert values.INLINE_MAX < len(brief) < values.SHARE_AT
+    graph = _run_notes(saver, brief, 10)
+    marker = brief.encode()[-200:]
+    holding = [
+        (ns, key)
+        for ns in saver.store.namespaces(keys.thread_prefix("notes"))
+        for key, data in saver.store.items(ns, raw=True)
+        if marker in data
+    ]
+    # The input's record and its pending write, the record of the step that
+    # set it, and the chunk every later record names: never once per
+    # checkpoint (there are 50).
+    assert len(holding) <= 4, holding
+    assert len(list(saver.list(cfg("notes")))) == 50
+    for snapshot in graph.get_state_history(cfg("notes")):
+        if snapshot.values:
+            assert snapshot.values["brief"] == brief
+    fresh = SwarmStateSaver(saver.store)
+    assert all(
+        t.checkpoint["channel_values"].get("brief") == brief
+        for t in fresh.list(cfg("notes"))
+        if t.metadata and t.metadata.get("step", -1) >= 0
+    )

@@ -11,16 +11,24 @@ recorded, as there.
 Every checkpoint entry carries, in its *forms* map (:mod:`.entry`), the
 stored form of each channel that has a value at its version:
 
-* ``[BLOB, type, bytes]``: the serializer's pair, for a value of at most
-  :data:`INLINE_MAX` bytes (a counter, a route, a flag);
+* ``[BLOB, type, bytes]``: the serializer's pair, inside the record, for a
+  new value under :data:`SHARE_AT` bytes that is not a list (a counter, a
+  route, a scratchpad, a small dict), or a list of at most
+  :data:`INLINE_MAX` bytes. It is never compared with its previous version:
+  below that size the comparison and a chunk row cost a put more than the
+  bytes they save (docs/floors.md);
 * ``[CHUNKS, type, id, parts]``: the serializer's bytes as parts, each a
-  literal or a range of one of the thread's chunks (:mod:`.sharing`); a
-  new version shares every byte it can with the version it replaces, so it
-  costs what changed. ``id`` names this version's bytes, never reused, so
-  they are cached by it.
+  literal or a range of one of the thread's chunks (:mod:`.sharing`), for
+  a larger value and for a list (windows and growing conversations repeat
+  most of the version before): a new version shares every byte it can with
+  the version it replaces, so it costs what changed. ``id`` names this
+  version's bytes, never reused, so they are cached by it.
 
 A child entry copies its parent's forms for the channels whose version did
-not change, as they were stored. A channel whose version is neither in
+not change, as they were stored, except a ``BLOB`` of more than
+:data:`INLINE_MAX` bytes: the first checkpoint that carries it unchanged
+stores it once as a chunk, which every later one references, so a value
+that stays is stored once, not once per checkpoint. A channel whose version is neither in
 ``new_versions`` nor the parent's (LangGraph's ``__copy__`` fork puts a
 copy of a checkpoint under that checkpoint's parent) takes the form stored
 at that version elsewhere in the thread namespace, as the reference saver
@@ -72,6 +80,7 @@ __all__ = [
     "CHUNKS",
     "INLINE_MAX",
     "LIST",
+    "SHARE_AT",
     "Built",
     "Head",
     "LenderGone",
@@ -86,7 +95,10 @@ APART: Final = 2
 """A value of the earlier layout stored in an entry of its own; read, never written."""
 CHUNKS: Final = 3
 INLINE_MAX: Final = 128
-"""A value whose serialized bytes are at most this long rides in the checkpoint entry."""
+"""A value carried unchanged is copied into each later record up to this many bytes."""
+SHARE_AT: Final = 8192
+"""A new value this long or longer shares its bytes with its previous version (chunks);
+a shorter one rides inside its record as the serializer made it, not compared."""
 _HEADS_MAX: Final = 8192
 _VERSION_TYPES: Final = (str, int, float)
 
@@ -270,7 +282,11 @@ class Values:
             else:
                 kind, data = serde.dumps_typed(value)
                 classes |= allowlist.classes_in(value, kind, data)
-            if len(data) <= INLINE_MAX:
+            if len(data) < SHARE_AT and (type(value) is not list or len(data) <= INLINE_MAX):
+                # Inside the record as the serializer made it: comparing it with its
+                # previous version costs more than the bytes it would save. A list
+                # (a window, a growing conversation, a plan) is shared
+                # from INLINE_MAX up: its versions mostly repeat each other's items.
                 forms[channel] = [BLOB, kind, data if type(data) is bytes else bytes(data)]
                 continue
             data = data if type(data) is bytes else bytes(data)
@@ -293,7 +309,19 @@ class Values:
                     and channel in versions
                     and versions[channel] == parent_versions.get(channel)
                 ):
-                    forms.setdefault(channel, form)
+                    if channel in forms:
+                        continue
+                    if form[0] == BLOB and len(form[2]) > INLINE_MAX:
+                        # Carried unchanged: stored once as a chunk from now on, which
+                        # every later checkpoint references instead of copying.
+                        made_version, chunks = sharing.whole(form[2])
+                        fid = sharing.new_chunk_key()
+                        parts = [_stored_part(made_version.parts[0])]
+                        forms[channel] = [CHUNKS, form[1], fid, parts]
+                        rows.extend((chunks_ns, k, self._chunk_row(c)) for k, c in chunks)
+                        written.append((channel, fid, versions[channel], made_version, None))
+                        continue
+                    forms[channel] = form
                     if form[0] == CHUNKS and parent_pair is not None:
                         lenders.add(parent_pair)
             changed = versions.items() - parent_versions.items()
