@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, values
+from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, sharing, values
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -715,3 +715,58 @@ def test_a_text_carried_unchanged_is_stored_once_not_copied_into_every_record(
         for t in fresh.list(cfg("notes"))
         if t.metadata and t.metadata.get("step", -1) >= 0
     )
+
+
+class _Plan(TypedDict):
+    plan: list[dict[str, Any]]
+    turn: int
+
+
+def test_a_list_whose_versions_share_nothing_is_compared_then_stored_whole_for_a_while(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compared: list[int] = []
+    share = sharing.share
+
+    def counted(data: bytes, base: Any) -> Any:
+        compared.append(len(data))
+        return share(data, base)
+
+    monkeypatch.setattr(sharing, "share", counted)
+
+    def regenerate(name: str) -> Callable[[_Plan], dict[str, Any]]:
+        def node(state: _Plan) -> dict[str, Any]:
+            turn = state["turn"]
+            return {
+                "plan": [{"step": f"{name}-{turn}-{i}", "why": _text(turn + i)} for i in range(6)]
+            }
+
+        return node
+
+    def build(saver: Any) -> Any:
+        builder = StateGraph(_Plan)
+        for name in ("draft", "revise"):
+            builder.add_node(name, regenerate(name))
+        builder.add_edge(START, "draft")
+        builder.add_edge("draft", "revise")
+        builder.add_edge("revise", END)
+        return builder.compile(checkpointer=saver)
+
+    saver = SwarmStateSaver(make_store())
+    graphs = [build(s) for s in (saver, InMemorySaver())]
+    for graph in graphs:
+        for turn in range(12):
+            graph.invoke({"turn": turn}, cfg("plan"))
+    plan = graphs[0].get_state(cfg("plan")).values["plan"]
+    assert values.INLINE_MAX < len(swarmstate.dumps(plan)) < values.SHARE_AT
+    # 24 versions, none sharing with the one before: after a comparison finds
+    # that, the next versions ride inside their records, never compared.
+    assert 0 < len(compared) <= 8
+    for ours, theirs in zip(
+        graphs[0].get_state_history(cfg("plan")),
+        graphs[1].get_state_history(cfg("plan")),
+        strict=True,
+    ):
+        assert ours.values == theirs.values
+    fresh = build(SwarmStateSaver(saver.store))
+    assert fresh.get_state(cfg("plan")).values == graphs[1].get_state(cfg("plan")).values

@@ -115,6 +115,8 @@ class Version(NamedTuple):
     data: bytes
     parts: tuple[Part, ...]
     ends: list[int]
+    fresh: int = -1
+    """Bytes the comparison that made it found in no earlier version; -1: not compared."""
 
 
 def _size(part: Part) -> int:
@@ -182,7 +184,8 @@ def share(
     chunks: list[tuple[str, bytes]] = []
     fresh = [(a, b) for a, b, at in spans if at < 0 and b > a]
     key = ""
-    if sum(b - a for a, b in fresh) >= MIN_RUN:
+    fresh_bytes = sum(b - a for a, b in fresh)
+    if fresh_bytes >= MIN_RUN:
         key = new_key()
         chunks.append(
             (
@@ -209,7 +212,7 @@ def share(
         if merged:
             used = {part[0] for part in parts if type(part) is tuple}
             chunks = [chunk for chunk in chunks + merged if chunk[0] in used]
-    return Version(data, tuple(parts), list(accumulate(sizes))), chunks
+    return Version(data, tuple(parts), list(accumulate(sizes)), fresh_bytes), chunks
 
 
 def _spans(

@@ -21,7 +21,10 @@ stored form of each channel that has a value at its version:
   literal or a range of one of the thread's chunks (:mod:`.sharing`), for
   a larger value and for a list (windows and growing conversations repeat
   most of the version before): a new version shares every byte it can with
-  the version it replaces, so it costs what changed. ``id`` names this
+  the version it replaces, so it costs what changed. A channel whose last
+  comparison shared under a quarter of its bytes (a plan regenerated whole)
+  stores its next :data:`_SKIP` versions without comparing, then compares
+  again: the comparison is paid where it pays. ``id`` names this
   version's bytes, never reused, so they are cached by it.
 
 A child entry copies its parent's forms for the channels whose version did
@@ -100,6 +103,8 @@ SHARE_AT: Final = 8192
 """A new value this long or longer shares its bytes with its previous version (chunks);
 a shorter one rides inside its record as the serializer made it, not compared."""
 _HEADS_MAX: Final = 8192
+_SKIP: Final = 3
+"""New versions stored without comparing after a comparison that shared under a quarter."""
 _VERSION_TYPES: Final = (str, int, float)
 
 Pair = tuple[str, str]
@@ -179,6 +184,10 @@ class Values:
         )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        # (thread, checkpoint_ns, channel) -> how many more new versions to store
+        # without comparing, because the last comparison shared under a quarter
+        # (a plan regenerated whole). A hint: losing it costs one comparison.
+        self._skipping: dict[tuple[str, str, str], int] = {}
         # The serializer known to write None as ("null", b"") (LangGraph's, whose
         # dumps_typed returns that for None first thing): a None of its is stored
         # as that without a call. None: always call.
@@ -282,7 +291,14 @@ class Values:
             else:
                 kind, data = serde.dumps_typed(value)
                 classes |= allowlist.classes_in(value, kind, data)
-            if len(data) < SHARE_AT and (type(value) is not list or len(data) <= INLINE_MAX):
+            skipping = self._skipping.get((thread_id, checkpoint_ns, channel), 0)
+            if skipping:
+                # The last comparison of this channel found little to share.
+                self._skipping[(thread_id, checkpoint_ns, channel)] = skipping - 1
+                base = None
+            if len(data) < SHARE_AT and (
+                type(value) is not list or len(data) <= INLINE_MAX or skipping
+            ):
                 # Inside the record as the serializer made it: comparing it with its
                 # previous version costs more than the bytes it would save. A list
                 # (a window, a growing conversation, a plan) is shared
@@ -294,6 +310,12 @@ class Values:
                 made_version, chunks = sharing.share(data, base[1])
                 assert lender is not None  # a base always comes with its lender
                 lenders.add(lender)
+                if made_version.fresh * 4 > len(data) * 3:
+                    # Under a quarter shared: the next versions are stored without
+                    # comparing, then it is compared again.
+                    if len(self._skipping) > _HEADS_MAX:
+                        self._skipping.clear()
+                    self._skipping[(thread_id, checkpoint_ns, channel)] = _SKIP
             else:
                 made_version, chunks = sharing.whole(data)
             fid = sharing.new_chunk_key()
