@@ -59,7 +59,8 @@ class AsyncSession:
         self._open = pool is not None  # a pool passed in is the caller's to open
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = os.getpid()
-        self._closing: asyncio.Future[None] | None = None
+        self._close_asked = False  # by close(), once
+        self._closing: asyncio.Task[None] | None = None  # close()'s task on the pool's loop
 
     # -- the pool ------------------------------------------------------------
 
@@ -234,6 +235,9 @@ class AsyncSession:
         pool, loop = self._pool, self._loop
         if not self._owns_pool or pool is None or pool.closed or self._pid != os.getpid():
             return
+        if self._close_asked:
+            return
+        self._close_asked = True
         assert loop is not None
         if not loop.is_running():
             warnings.warn(

@@ -366,6 +366,9 @@ def _holds(session: Session, condition: Condition) -> Plan[bool]:
     if type(condition) is Empty:
         low = b"" if condition.start is None else enc(condition.start)
         high = _TOP if condition.stop is None else enc(condition.stop)
+        if session.version < migrations.READ_RANGE_SINCE:  # no read_range() before version 3
+            named = {"ns": ns, "start": low, "stop": high, "limit": 1, "values": False}
+            return not (yield Fetch("RANGE_BEFORE_V3_ASC", named))
         return not (yield Fetch("READ_RANGE", (ns, low, high, 1, False, False)))
     assert isinstance(condition, Absent | Present | Holds)
     rows = yield Fetch("GET", (ns, session.stored_as(condition.key)))
