@@ -229,7 +229,7 @@ class AsyncSession:
         """Close an open pool this session opened from outside an awaited call (``close()``).
 
         On its loop's thread the close is a task of that loop; from another
-        thread it is handed to that loop. A loop that no longer runs cannot
+        thread it is handed to that loop. A loop that is not running cannot
         close it: a :class:`ResourceWarning` says to call ``aclose()``.
         """
         pool, loop = self._pool, self._loop
@@ -242,8 +242,8 @@ class AsyncSession:
         if not loop.is_running():
             warnings.warn(
                 "a PostgresStore was closed with close() while its async pool was open and "
-                "its event loop no longer runs; close a store used with await with "
-                "'await store.aclose()' (or 'async with store')",
+                "its event loop was not running, so the pool is left open; close a store "
+                "used with await with 'await store.aclose()' (or 'async with store') on its loop",
                 ResourceWarning,
                 stacklevel=3,
             )
