@@ -1,7 +1,7 @@
 """PostgresStore's session: its pool, each call's connection and retries, the schema's version.
 
 Everything a :class:`~swarmstate.backends.postgres.PostgresStore` runs, and
-what its helpers (:mod:`.snapshots`, :mod:`.writes`, :mod:`.reclaim`) run,
+what its calls (:mod:`.calls`: reads, writes, snapshots, reclaim) run,
 goes through one :class:`Session`: it borrows a connection for each call
 (one round trip for most), retries what PostgreSQL aborts for a reason the
 retry removes, translates the driver's errors into swarmstate's, and knows
@@ -12,10 +12,15 @@ the statement runs; the one encoding a migration changed (long names,
 version 6) is settled per call where it matters (:meth:`Session.settled`).
 Nothing else is cached per process: every process on any machine that opens
 the same schema sees the same store.
+
+A call written as a plan (:mod:`.plans`) runs here through :meth:`Session.drive`;
+:class:`~.async_session.AsyncSession` runs the same plans on an event loop,
+sharing this session's schema state (version, uid, statements).
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import random
 import threading
@@ -38,6 +43,7 @@ from swarmstate.backends.postgres.driver import (
     PoolTimeout,
     keep,
     pg_errors,
+    probe,
     psycopg,
     rollback_quietly,
     safe_conninfo,
@@ -45,21 +51,41 @@ from swarmstate.backends.postgres.driver import (
     tuple_row,
 )
 from swarmstate.backends.postgres.names import enc, index_form
+from swarmstate.backends.postgres.plans import Atomic, Batch, Fetch, Params, Plan, Ready
 from swarmstate.backends.postgres.schema import HEAD_BYTES, SCHEMA_VERSION
 
-__all__ = ["Params", "Session"]
+__all__ = [
+    "DEFAULT_MAX_SIZE",
+    "DEFAULT_MIN_SIZE",
+    "DEFAULT_TIMEOUT",
+    "RETRIES",
+    "Params",
+    "Session",
+]
 
 T = TypeVar("T")
 
-Params = Mapping[str, Any] | tuple[Any, ...] | None
-"""A statement's parameters: named, positional, or none."""
+DEFAULT_MIN_SIZE = 1
+"""Connections each pool the store opens keeps open."""
+DEFAULT_MAX_SIZE = 8
+"""Connections each pool the store opens may hold at most."""
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a call waits for a free connection of a pool the store opens."""
 
-_RETRIES = 8
+RETRIES = 8
+"""How many times a call the server aborted (a deadlock, a serialization failure) is tried."""
 # Only what the isolation level or a lock cycle can cause; retrying the whole
 # transaction is then correct because nothing of it was committed.
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _MISSING_TABLES = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName)
 _RECHECK_SECONDS = 30.0
+
+# The sessions whose calls in this thread or task run at a fixed version
+# (inside at_fixed_version): a context variable, so that the tasks of one
+# event loop, which share a thread, do not see each other's.
+_FIXED: contextvars.ContextVar[tuple[Session, ...]] = contextvars.ContextVar(
+    "swarmstate_postgres_fixed", default=()
+)
 
 
 class Session:
@@ -70,6 +96,10 @@ class Session:
         conninfo: A libpq connection string: the session then owns a pool
             (autocommit connections) and closes it in :meth:`close`.
         pool: A pool the caller owns instead; never closed here.
+        sized: ``(min_size, max_size, timeout)`` of a pool the session opens.
+        sync: False for a store opened with an async pool alone: every
+            blocking call then refuses (the session keeps the schema state
+            its :class:`~.async_session.AsyncSession` shares).
 
     Thread-safe: threads share the pool. After :meth:`close`, every call
     that starts raises :class:`~swarmstate.StoreClosedError`.
@@ -78,17 +108,26 @@ class Session:
     version: int
     """The schema's migration version, as last read (0 until :meth:`ready` reads it)."""
 
-    def __init__(self, schema: str, conninfo: str | None, pool: ConnectionPool[Any] | None) -> None:
+    def __init__(
+        self,
+        schema: str,
+        conninfo: str | None,
+        pool: ConnectionPool[Any] | None,
+        sized: tuple[int, int, float] = (DEFAULT_MIN_SIZE, DEFAULT_MAX_SIZE, DEFAULT_TIMEOUT),
+        *,
+        sync: bool = True,
+    ) -> None:
         self.schema = schema
         self.closed = False
         self.version = 0
+        self.sized = sized
+        self.sync = sync
         self._conninfo = conninfo
-        self._owns_pool = pool is None
+        self._owns_pool = pool is None and sync
         self._pool: ConnectionPool[Any] | None = pool
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._held = threading.local()  # the connection of a transaction in progress
-        self._fixed = threading.local()  # inside at_fixed_version
         self._uid: str | None = None
         self._recheck_at = 0.0  # when to read a version below this code's again
         self._ident = sql.Identifier(schema)
@@ -99,7 +138,7 @@ class Session:
         }
         self._sql_v6 = {name: self.format(text) for name, text in statements.SINCE_V6.items()}
         if self._owns_pool:
-            _probe(conninfo)
+            probe(conninfo)
             self._pool = self._new_pool()
 
     def format(self, text: str) -> str:
@@ -119,12 +158,19 @@ class Session:
             text = self._sql[name] = self.format(build())
         return text
 
+    @property
+    def conninfo(self) -> str | None:
+        """The connection string the session was opened with (password and all), or None."""
+        return self._conninfo
+
     def _new_pool(self) -> ConnectionPool[Any]:
         assert self._conninfo is not None
+        min_size, max_size, timeout = self.sized
         return ConnectionPool(
             self._conninfo,
-            min_size=1,
-            max_size=8,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
             kwargs={"autocommit": True},
             connection_class=PooledConnection,
             open=True,
@@ -136,6 +182,12 @@ class Session:
     def _get_pool(self) -> ConnectionPool[Any]:
         if self.closed:
             raise self.closed_error()
+        if not self.sync:
+            raise InvalidArgumentError(
+                "this PostgresStore was opened with async_pool= alone and has no blocking "
+                "pool: await its async methods (aitems, awrite, ...), or pass conninfo or "
+                "pool= too"
+            )
         if self._owns_pool and self._pid != os.getpid():
             # After fork the parent's sockets must not be used or closed here.
             with self._lock:
@@ -155,7 +207,7 @@ class Session:
         if held is not None:
             return work(held)
         pool = self._get_pool()
-        for attempt in range(_RETRIES):
+        for attempt in range(RETRIES):
             try:
                 # getconn/putconn, not pool.connection(): that one also runs a
                 # commit check and usage statistics, measurable on a small write.
@@ -171,20 +223,38 @@ class Session:
                     pool.putconn(conn)
                 return result
             except psycopg.Error as exc:  # PoolTimeout and PoolClosed are psycopg errors too
-                if isinstance(exc, _RETRYABLE) and attempt < _RETRIES - 1 and not self.closed:
-                    time.sleep(random.uniform(0, 0.002 * 2**attempt))
+                pause = self.backoff(exc, attempt)
+                if pause is not None:
+                    time.sleep(pause)
                     continue
-                if self.closed:  # the pool was closed under this call
-                    raise self.closed_error() from exc
                 failure = exc
                 break
         else:  # pragma: no cover
             raise AssertionError("unreachable")
-        error = self.translate(failure)
-        if self.hide(str(failure)) != str(failure):
+        error, chained = self.failed(failure)
+        if not chained:
             # Raised outside the except block: no exception in the chain holds the password.
             raise error
         raise error from failure
+
+    def backoff(self, exc: psycopg.Error, attempt: int) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1`` of a call ``exc`` aborted; None: give up.
+
+        Only what the isolation level or a lock cycle causes is retried,
+        :data:`RETRIES` times in all, and never once the session is closed.
+        """
+        if isinstance(exc, _RETRYABLE) and attempt < RETRIES - 1 and not self.closed:
+            return random.uniform(0, 0.002 * 2**attempt)
+        return None
+
+    def failed(self, exc: psycopg.Error) -> tuple[Exception, bool]:
+        """The error a call that failed with ``exc`` raises, and whether ``exc`` may be its cause.
+
+        Not when ``exc`` holds the password: no exception in the chain may.
+        """
+        if self.closed:  # the pool was closed under this call
+            return self.closed_error(), True
+        return self.translate(exc), self.hide(str(exc)) == str(exc)
 
     @contextmanager
     def holding(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
@@ -201,7 +271,7 @@ class Session:
         if isinstance(exc, _RETRYABLE):
             return StorageError(
                 f"PostgreSQL kept aborting the transaction ({exc.sqlstate}) after "
-                f"{_RETRIES} attempts; retry later"
+                f"{RETRIES} attempts; retry later"
             )
         if isinstance(exc, _MISSING_TABLES):
             return StorageError(
@@ -246,6 +316,64 @@ class Session:
         """Run a statement returning one value (one round trip) and return it."""
         return self.fetch(name, params)[0][0]
 
+    def fetch_all(self, batch: Batch) -> list[list[tuple[Any, ...]]]:
+        """Run ``batch``'s statements in one pipeline (one round trip); each one's rows."""
+        self.ready()
+        texts = [(self._sql[name], params) for name, params in batch.statements]
+
+        def work(conn: psycopg.Connection[Any]) -> list[list[tuple[Any, ...]]]:
+            # Separate cursors: each statement's result stays with its cursor.
+            with conn.pipeline():
+                cursors = []
+                for text, params in texts:
+                    cur = conn.cursor(row_factory=tuple_row, binary=True)
+                    cur.execute(text, params)
+                    cursors.append(cur)
+            return [cur.fetchall() for cur in cursors]
+
+        return self.run(work)
+
+    def drive(self, plan: Plan[T]) -> T:
+        """Run ``plan`` (see :mod:`.plans`) to its end on this thread; its result.
+
+        Each step's error is thrown into the plan, which may handle it.
+        """
+        try:
+            step = next(plan)
+            while True:
+                try:
+                    result = self._perform(step)
+                except BaseException as exc:
+                    step = plan.throw(exc)
+                else:
+                    step = plan.send(result)
+        except StopIteration as done:
+            result = done.value
+        return result  # type: ignore[no-any-return]
+
+    def _perform(self, step: object) -> Any:
+        kind = type(step)
+        if kind is Fetch:
+            assert isinstance(step, Fetch)
+            return self.fetch(step.name, step.params)
+        if kind is Ready:
+            self.ready()
+            return None
+        if kind is Batch:
+            assert isinstance(step, Batch)
+            return self.fetch_all(step)
+        if kind is Atomic:
+            assert isinstance(step, Atomic)
+            return self._atomic(step)
+        raise TypeError(f"not a plan's step: {step!r}")
+
+    def _atomic(self, step: Atomic) -> Any:
+        def work(conn: psycopg.Connection[Any]) -> Any:
+            with conn.transaction(), self.holding(conn):
+                return self.drive(step.make())
+
+        return self.run(work)
+
     def write(self, name: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """Lock the store and run one write statement, in one round trip."""
         self.ready()
@@ -271,27 +399,34 @@ class Session:
         ``setup()`` may migrate it, and the statements for the new version
         are then the ones its indexes serve.
         """
-        if self._uid is not None and (
-            self.version >= SCHEMA_VERSION or time.monotonic() < self._recheck_at
-        ):
+        if self.known():
             return
 
         def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             with conn.cursor(row_factory=tuple_row) as cur:
                 return cur.execute(self._sql["OPEN"]).fetchall()
 
-        rows = self.run(work)
+        self.opened(self.run(work))
+
+    def known(self) -> bool:
+        """Whether the schema's version as last read is current enough to use without a read."""
+        return self._uid is not None and (
+            self.version >= SCHEMA_VERSION or time.monotonic() < self._recheck_at
+        )
+
+    def opened(self, rows: list[tuple[Any, ...]]) -> None:
+        """Take the rows of the ``OPEN`` statement: the store's uid and the schema's version."""
         if not rows:
             raise IncompatibleStoreError(
                 f"schema {self.schema!r} has no swarmstate meta row; it was damaged "
                 "or written by something else"
             )
         uid, version = rows[0]
-        self._moved_to(version)
+        self.moved_to(version)
         self._recheck_at = time.monotonic() + _RECHECK_SECONDS
         self._uid = uid
 
-    def _moved_to(self, version: int | None) -> None:
+    def moved_to(self, version: int | None) -> None:
         """Take ``version`` as the schema's, and the statements it has."""
         _check_version(self.schema, version)
         self.version = int(version or 0)
@@ -306,7 +441,21 @@ class Session:
         process's ``setup()`` may have moved long names to their index form
         since.
         """
-        return self.version >= migrations.TOKENS_SINCE or getattr(self._fixed, "on", False)
+        return self.version >= migrations.TOKENS_SINCE or self in _FIXED.get()
+
+    @contextmanager
+    def fixed(self, version: int | None) -> Iterator[None]:
+        """Within the block, this thread's (or task's) calls run at ``version``, read just now.
+
+        For :meth:`fixed_version`, inside the transaction
+        that holds ``setup()``'s lock shared (see :meth:`at_fixed_version`).
+        """
+        self.moved_to(version)
+        token = _FIXED.set((*_FIXED.get(), self))
+        try:
+            yield
+        finally:
+            _FIXED.reset(token)
 
     def at_fixed_version(self, call: Callable[[], T]) -> T:
         """``call()`` in one transaction no migration overlaps, the schema's version read first.
@@ -319,25 +468,23 @@ class Session:
         transaction, the lock and the read cost a few round trips more; no
         other call pays for them.
         """
-        lock, applied = self._sql["SETUP_LOCK_SHARED"], self._sql["APPLIED_VERSION"]
+
+        def plan() -> Plan[T]:
+            return call()  # its calls run on the transaction's connection (holding)
+            yield  # never reached: makes this function a plan
+
+        return self.drive(self.fixed_version(plan))
+
+    def fixed_version(self, make: Callable[[], Plan[T]]) -> Plan[T]:
+        """The plan ``make()`` run as :meth:`at_fixed_version` runs a call: a plan itself."""
+        result: T = yield Atomic(lambda: self._at_version(make))
+        return result
+
+    def _at_version(self, make: Callable[[], Plan[T]]) -> Plan[T]:
         key = (f"swarmstate.setup:{self.schema}",)
-
-        def work(conn: psycopg.Connection[Any]) -> T:
-            with conn.transaction():
-                with conn.pipeline():
-                    conn.cursor().execute(lock, key)
-                    cur = conn.cursor(row_factory=tuple_row)
-                    cur.execute(applied)
-                row = cur.fetchone()
-                self._moved_to(row[0] if row else None)
-                outer, self._fixed.on = getattr(self._fixed, "on", False), True
-                try:
-                    with self.holding(conn):
-                        return call()
-                finally:
-                    self._fixed.on = outer
-
-        return self.run(work)
+        _, applied = yield Batch((("SETUP_LOCK_SHARED", key), ("APPLIED_VERSION", None)))
+        with self.fixed(applied[0][0] if applied else None):
+            return (yield from make())
 
     @property
     def uid(self) -> str:
@@ -356,6 +503,13 @@ class Session:
         if len(data) <= HEAD_BYTES:
             return data
         self.ready()
+        return self.stored_as(name)
+
+    def stored_as(self, name: str) -> bytes:
+        """:meth:`found_as` at the version as last read (a plan's, after its ready step)."""
+        data = enc(name)
+        if len(data) <= HEAD_BYTES:
+            return data
         # Before version 6 a long name is stored as it is.
         return index_form(data) if self.version >= migrations.TOKENS_SINCE else data
 
@@ -417,46 +571,3 @@ def _check_version(name: str, version: int | None) -> None:
             f"schema {name!r} is at swarmstate schema version {version}, newer than "
             f"this code's {SCHEMA_VERSION}; upgrade swarmstate"
         )
-
-
-PROBE_TIMEOUT = 5
-"""Seconds the first connection of a new store may take (unless the conninfo sets its own)."""
-
-
-def _probe(conninfo: str | None) -> None:
-    """Connect once, so that a bad conninfo or an unreachable database fails now, by its cause.
-
-    A pool connects in the background and reports a failure only as a
-    timeout of the first call that needs a connection (30 seconds later),
-    the cause left in its log lines.
-    """
-    assert conninfo is not None
-    # libpq's errors may quote the connection string, password and all: each
-    # is raised as our own message with the password hidden, outside the
-    # except block, so that no exception in the chain holds it.
-    refused: str | None = None
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(conninfo)
-    except psycopg.ProgrammingError as exc:
-        refused = _cause(exc, conninfo)
-    if refused is not None:
-        raise InvalidArgumentError(
-            f"conninfo {safe_conninfo(conninfo)!r} is not a PostgreSQL connection string: "
-            f"{refused} (use a postgresql:// URL or libpq key=value text)"
-        )
-    timeout = params.get("connect_timeout") or PROBE_TIMEOUT
-    try:
-        dsn = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=timeout)
-        psycopg.connect(dsn, autocommit=True).close()
-    except psycopg.Error as exc:
-        refused = _cause(exc, conninfo)
-    if refused is not None:
-        raise StorageError(
-            f"cannot connect to PostgreSQL with {safe_conninfo(conninfo)!r}: {refused}"
-        )
-
-
-def _cause(exc: psycopg.Error, conninfo: str) -> str:
-    """libpq's error text on one line, without the password ``conninfo`` holds."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return hide_password(" ".join(lines), conninfo) or type(exc).__name__

@@ -20,10 +20,15 @@ How it works (the statements are in :mod:`swarmstate.backends.postgres.statement
 
 The store's calls go through its :class:`~.session.Session` (the pool,
 retries, the schema's version); writes are chosen and sent by
-:mod:`swarmstate.backends.postgres.writes`, snapshots taken and read by
-:mod:`swarmstate.backends.postgres.snapshots`; the schema in force is
+:mod:`swarmstate.backends.postgres.calls.writes`, snapshots taken and read by
+:mod:`swarmstate.backends.postgres.calls.snapshots`; the schema in force is
 :mod:`swarmstate.backends.postgres.schema` (its layout is described there),
 and :mod:`swarmstate.backends.postgres.migrations` brings older ones to it.
+
+Async: the ``a``-prefixed methods (:meth:`PostgresStore.aitems`,
+:meth:`PostgresStore.awrite`, ...) run the same plans (:mod:`.plans`) on
+psycopg's async connections through :class:`~.async_session.AsyncSession`:
+the same checks first, the same statements, the same errors.
 
 psycopg 3 and psycopg_pool are imported only by this backend's modules
 (through :mod:`swarmstate.backends.postgres.driver`): ``pip install
@@ -32,22 +37,49 @@ psycopg 3 and psycopg_pool are imported only by this backend's modules
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+import math
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
 from typing import Any, ClassVar
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import Bound, Checked, Limit, Pair, Requirement, Row, WriteResult
+from swarmstate._checks import (
+    Bound,
+    Checked,
+    Limit,
+    Pair,
+    Requirement,
+    Row,
+    Transaction,
+    WriteResult,
+    check_flag,
+    check_key,
+    check_name,
+    check_range,
+    checked_pairs,
+    checked_requirements,
+    checked_tagged,
+    checked_transaction,
+    encoded_rows,
+)
 from swarmstate._codec import loads
 from swarmstate._errors import InvalidArgumentError
 from swarmstate._reclaim import ReclaimReport
 from swarmstate._snapshot import Diff, Snapshot
-from swarmstate.backends.postgres import migrations, snapshots, writes
-from swarmstate.backends.postgres import reclaim as reclaiming
-from swarmstate.backends.postgres.driver import ConnectionPool, psycopg
+from swarmstate.backends.postgres.async_session import AsyncSession
+from swarmstate.backends.postgres.calls import reads, snapshots, writes
+from swarmstate.backends.postgres.calls import reclaim as reclaiming
+from swarmstate.backends.postgres.driver import AsyncConnectionPool, ConnectionPool, psycopg
 from swarmstate.backends.postgres.names import any_long, dec, enc
 from swarmstate.backends.postgres.schema import HEAD_BYTES
-from swarmstate.backends.postgres.session import Session
+from swarmstate.backends.postgres.session import (
+    DEFAULT_MAX_SIZE,
+    DEFAULT_MIN_SIZE,
+    DEFAULT_TIMEOUT,
+    Session,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -68,9 +100,19 @@ class PostgresStore(BaseStore):
             schemas of one database are independent (one per tenant).
         max_history: How many snapshots to retain, oldest evicted first, when
             this process takes a snapshot; None keeps every snapshot.
+        async_pool: A ``psycopg_pool.AsyncConnectionPool`` you own (opened,
+            autocommit connections) for the async methods; the store never
+            closes it. Alone (no ``conninfo`` nor ``pool``), the store has
+            async methods only. Without it, a store opened with ``conninfo``
+            opens its own on the first awaited call, on that call's event loop.
+        min_size: Connections each pool the store opens keeps (default 1).
+        max_size: Connections each pool the store opens holds at most (default 8).
+        timeout: Seconds a call waits for a free connection of a pool the
+            store opens before it fails (default 30).
 
     Call :meth:`setup` once (any process, any number of times) before use.
-    Thread-safe: threads share the pool.
+    Thread-safe: threads share the pool; the tasks of one event loop share
+    the async pool. Close a store you awaited with :meth:`aclose`.
     """
 
     _compress_large_values: ClassVar[bool] = True  # rows under ~2 kB are stored as they are
@@ -82,16 +124,33 @@ class PostgresStore(BaseStore):
         pool: ConnectionPool[Any] | None = None,
         schema: str = "swarmstate",
         max_history: int | None = None,
+        async_pool: AsyncConnectionPool[Any] | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        timeout: float | None = None,
     ) -> None:
-        if (conninfo is None) == (pool is None):
+        if conninfo is not None and pool is not None:
             raise InvalidArgumentError("PostgresStore takes either conninfo or pool=, not both")
+        if conninfo is None and pool is None and async_pool is None:
+            raise InvalidArgumentError(
+                "PostgresStore takes either conninfo or pool= (or async_pool= alone); none given"
+            )
         if conninfo is not None and type(conninfo) is not str:
             raise InvalidArgumentError(f"conninfo must be a str, got {type(conninfo).__name__}")
         if type(schema) is not str or not schema or "\x00" in schema:
             raise InvalidArgumentError(f"schema must be a non-empty str, got {schema!r}")
+        sized = _pool_sizes(min_size, max_size, timeout)
+        if conninfo is None and (min_size, max_size, timeout) != (None, None, None):
+            raise InvalidArgumentError(
+                "min_size, max_size and timeout size the pools PostgresStore opens from a "
+                "conninfo; set them on the pool you pass instead"
+            )
         super().__init__(max_history=max_history)
         self.schema = schema
-        self._session = Session(schema, conninfo, pool)
+        self._session = Session(
+            schema, conninfo, pool, sized, sync=conninfo is not None or pool is not None
+        )
+        self._async = AsyncSession(self._session, async_pool)
 
     @classmethod
     @contextmanager
@@ -101,13 +160,54 @@ class PostgresStore(BaseStore):
         *,
         schema: str = "swarmstate",
         max_history: int | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        timeout: float | None = None,
     ) -> Iterator[PostgresStore]:
         """Open a store on ``conninfo`` for the ``with`` block, then close its pool."""
-        store = cls(conninfo, schema=schema, max_history=max_history)
+        store = cls(
+            conninfo,
+            schema=schema,
+            max_history=max_history,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+        )
         try:
             yield store
         finally:
             store.close()
+
+    @classmethod
+    @asynccontextmanager
+    async def afrom_conn_string(
+        cls,
+        conninfo: str,
+        *,
+        schema: str = "swarmstate",
+        max_history: int | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[PostgresStore]:
+        """Open a store on ``conninfo`` and its async pool for the ``async with`` block.
+
+        The pool is opened and the schema checked (:meth:`aopen`) before the
+        block runs; both pools are closed after it (:meth:`aclose`).
+        """
+        store = cls(
+            conninfo,
+            schema=schema,
+            max_history=max_history,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+        )
+        try:
+            await store.aopen()
+            yield store
+        finally:
+            await store.aclose()
 
     # -- identity --------------------------------------------------------
 
@@ -137,101 +237,32 @@ class PostgresStore(BaseStore):
 
     # -- reads -----------------------------------------------------------
 
-    # Every call that passes or reads back a name longer than HEAD_BYTES
-    # first asks whether the handle knows how the schema stores it (from
-    # version 6 on it does); if not, it runs again at a version fixed for
-    # the call (Session.at_fixed_version): another process's setup() may
-    # have moved long names to their index form since this handle looked.
+    # Each read is a plan of reads.py, run here on this thread; the async
+    # methods below run the same plans on the event loop.
 
     def _read(self, pair: Pair) -> bytes | None:
-        session = self._session
-        if not session.settled() and any_long(pair):
-            return session.at_fixed_version(lambda: self._read(pair))
-        found_as = session.found_as
-        rows = session.fetch("GET", (found_as(pair[0]), found_as(pair[1])))
-        return rows[0][0] if rows else None
+        return self._session.drive(reads.get(self._session, pair))
 
     def _read_many(self, pairs: list[Pair]) -> list[bytes | None]:
-        if not self._session.settled() and any_long(name for pair in pairs for name in pair):
-            return self._session.at_fixed_version(lambda: self._read_many(pairs))
-        found_as = self._session.found_as
-        rows = self._session.fetch(
-            "GET_MANY",
-            {"ns": [found_as(ns) for ns, _ in pairs], "key": [found_as(k) for _, k in pairs]},
-        )
-        out: list[bytes | None] = [None] * len(pairs)
-        for ordinal, data in rows:
-            # psycopg's pure-Python loader gives a buffer; get_many(raw=True) promises bytes.
-            out[ordinal - 1] = data if type(data) is bytes else bytes(data)
-        return out
-
-    def _range(
-        self,
-        values: bool,
-        namespace: str,
-        start: str | None,
-        stop: str | None,
-        reverse: bool,
-        limit: int | None,
-    ) -> list[tuple[Any, ...]]:
-        if limit == 0:
-            return []
-        session = self._session
-        if not session.settled() and any_long((namespace, start, stop)):
-            return session.at_fixed_version(
-                lambda: self._range(values, namespace, start, stop, reverse, limit)
-            )
-        ns = session.found_as(namespace)
-        lo = b"" if start is None else enc(start)
-        hi = _TOP if stop is None else enc(stop)
-        session.ready()
-        if session.version < migrations.READ_RANGE_SINCE:
-            named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
-            rows = session.fetch("RANGE_BEFORE_V3_" + ("DESC" if reverse else "ASC"), named)
-        else:
-            rows = session.fetch("READ_RANGE", (ns, lo, hi, limit, reverse, values))
-        if not session.settled() and any_long(k for k, _ in rows):
-            return session.at_fixed_version(
-                lambda: self._range(values, namespace, start, stop, reverse, limit)
-            )
-        if (
-            rows
-            and max(len(k) for k, _ in rows) > HEAD_BYTES
-            and max(len(lo), len(hi)) <= HEAD_BYTES  # else read_range sorted already
-            and session.version >= migrations.TOKENS_SINCE
-        ):
-            # Index order is key order except between two keys longer than
-            # the head that share it: only a page holding such a key is read again.
-            named = {"ns": ns, "start": lo, "stop": hi, "limit": limit, "values": values}
-            rows = session.fetch("READ_RANGE_SORTED_" + ("DESC" if reverse else "ASC"), named)
-        return rows
+        return self._session.drive(reads.get_many(self._session, pairs))
 
     def _range_keys(
         self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[str]:
-        return [dec(k) for k, _ in self._range(False, namespace, start, stop, reverse, limit)]
+        plan = reads.rows(self._session, False, namespace, start, stop, reverse, limit)
+        return [dec(k) for k, _ in self._session.drive(plan)]
 
     def _range_items(
         self, namespace: str, start: Bound, stop: Bound, reverse: bool, limit: Limit, raw: bool
     ) -> list[tuple[str, Any]]:
-        rows = self._range(True, namespace, start, stop, reverse, limit)
-        if raw:
-            return [(dec(k), bytes(v)) for k, v in rows]
-        return [(dec(k), loads(v)) for k, v in rows]
+        plan = reads.rows(self._session, True, namespace, start, stop, reverse, limit)
+        return reads.items(self._session.drive(plan), raw)
 
     def _namespaces(self, prefix: str) -> list[str]:
-        session = self._session
-        lo = enc(prefix)
-        rows = session.fetch("NAMESPACES", {"lo": lo, "hi": lo + _TOP})
-        if not session.settled() and any_long([lo, *(ns for (ns,) in rows)]):
-            return session.at_fixed_version(lambda: self._namespaces(prefix))
-        return [dec(ns) for (ns,) in rows]
+        return self._session.drive(reads.namespaces(self._session, prefix))
 
     def _count(self, namespace: str) -> int:
-        session = self._session
-        if not session.settled() and any_long((namespace,)):
-            return session.at_fixed_version(lambda: self._count(namespace))
-        return int(session.scalar("COUNT", {"ns": session.found_as(namespace)}))
+        return self._session.drive(reads.count(self._session, namespace))
 
     def __len__(self) -> int:
         return int(self._session.scalar("LENGTH", ()))
@@ -246,39 +277,21 @@ class PostgresStore(BaseStore):
         self._session.fetch("PUT_ONE", (ns, key, data))
 
     def _put_many(self, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
-        session = self._session
-        if not session.settled() and any_long(_names(rows, ensure)):
-            return session.at_fixed_version(lambda: self._put_many(rows, if_absent, ensure))
-        return writes.put_many(session, rows, if_absent, ensure)
+        return self._session.drive(writes.set_many(self._session, rows, if_absent, ensure))
 
     def _put_required(
         self, rows: list[Row], if_absent: bool, ensure: list[Row], require: list[Requirement]
     ) -> int:
-        session = self._session
-        if not session.settled() and any_long(_names(rows, ensure, require)):
-            return session.at_fixed_version(
-                lambda: self._put_required(rows, if_absent, ensure, require)
-            )
-        return writes.put_required(session, rows, if_absent, ensure, require)
+        plan = writes.set_required(self._session, rows, if_absent, ensure, require)
+        return self._session.drive(plan)
 
     def _write(self, transaction: Checked) -> WriteResult:
-        return writes.write(self._session, transaction)
+        return self._session.drive(writes.write(self._session, transaction))
 
     def _tagged(
         self, tag: str, start: Bound, stop: Bound, reverse: bool, limit: Limit
     ) -> list[tuple[str, str, str]]:
-        session = self._session
-        session.ready()
-        if limit == 0 or session.version < migrations.TAGS_SINCE:
-            return []  # before version 10 no entry has tags
-        name = f"TAGGED_{tag.upper()}_{'DESC' if reverse else 'ASC'}"
-        bounds = (b"" if start is None else enc(start), _TOP if stop is None else enc(stop), limit)
-        rows = session.fetch(name, bounds)
-        if any(row[3] for row in rows):
-            # Index order is name order except between two names longer than
-            # the head that share it: such a page is read again, sorted in full.
-            rows = session.fetch(name + "_SORTED", bounds)
-        return [(dec(value), dec(ns), dec(key)) for value, ns, key, _ in rows]
+        return self._session.drive(reads.tagged(self._session, tag, start, stop, reverse, limit))
 
     def _delete_many(self, pairs: list[Pair]) -> int:
         if not self._session.settled() and any_long(name for pair in pairs for name in pair):
@@ -328,7 +341,7 @@ class PostgresStore(BaseStore):
         return snapshots.diff(self._session, self, base, later)
 
     def _reclaim(self, full: bool) -> ReclaimReport:
-        """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`.reclaim`)."""
+        """``VACUUM (ANALYZE)`` on each table, never FULL (see :mod:`.calls.reclaim`)."""
         return reclaiming.reclaim(self._session, full)
 
     # -- lifecycle -------------------------------------------------------
@@ -340,20 +353,171 @@ class PostgresStore(BaseStore):
         hold, which the closed pool then closes as they hand it back; every
         call that starts later, on any thread, raises
         :class:`~swarmstate.StoreClosedError`. A pool passed in is left open.
+        An async pool the store opened is closed on its event loop, which
+        must still run (else a ``ResourceWarning``): prefer :meth:`aclose`.
 
         Raises:
             StorageError: Closing the pool failed.
         """
         self._session.close()
+        self._async.close_soon()
 
     def __repr__(self) -> str:
         state = "closed" if self._session.closed else "open"
         return f"PostgresStore({self._session.describe()!r}, schema={self.schema!r}, {state})"
 
+    # -- async: the same checks, then the same plans, awaited ---------------
 
-def _names(*batches: list[Row] | list[Requirement]) -> Iterator[str]:
-    """The namespaces and keys of a write's batches."""
-    for batch in batches:
-        for (ns, key), _ in batch:
-            yield ns
-            yield key
+    async def aopen(self) -> None:
+        """Open the async pool now and check the schema (else the first awaited call does).
+
+        For an application's startup (a server's lifespan): a bad schema
+        fails there, not in the first request.
+        """
+        await self._async.connections()
+        await self._async.ready()
+
+    async def aget(self, namespace: str, key: str, default: Any = None) -> Any:
+        """:meth:`get`, awaited."""
+        check_key(namespace, key)
+        data = await self._async.drive(reads.get(self._session, (namespace, key)))
+        return default if data is None else loads(data)
+
+    async def aget_many(self, pairs: Iterable[tuple[str, str]], *, raw: bool = False) -> list[Any]:
+        """:meth:`get_many`, awaited."""
+        checked = checked_pairs(pairs)
+        if type(raw) is not bool:
+            check_flag(raw, "raw")
+        if not checked:
+            return []
+        found = await self._async.drive(reads.get_many(self._session, checked))
+        return found if raw else [None if data is None else loads(data) for data in found]
+
+    async def akeys(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[str]:
+        """:meth:`keys`, awaited."""
+        check_range(namespace, start, stop, reverse, limit)
+        plan = reads.rows(self._session, False, namespace, start, stop, reverse, limit)
+        return [dec(k) for k, _ in await self._async.drive(plan)]
+
+    async def aitems(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+        raw: bool = False,
+    ) -> list[tuple[str, Any]]:
+        """:meth:`items`, awaited."""
+        check_range(namespace, start, stop, reverse, limit)
+        check_flag(raw, "raw")
+        plan = reads.rows(self._session, True, namespace, start, stop, reverse, limit)
+        return reads.items(await self._async.drive(plan), raw)
+
+    async def atagged(
+        self,
+        tag: str,
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[tuple[str, str, str]]:
+        """:meth:`tagged`, awaited."""
+        checked_tagged(tag, start, stop, reverse, limit)
+        plan = reads.tagged(self._session, tag, start, stop, reverse, limit)
+        return await self._async.drive(plan)
+
+    async def anamespaces(self, prefix: str | None = None) -> list[str]:
+        """:meth:`namespaces`, awaited."""
+        if prefix is not None:
+            check_name(prefix, "prefix")
+        return await self._async.drive(reads.namespaces(self._session, prefix or ""))
+
+    async def aset_many(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        *,
+        if_absent: bool = False,
+        ensure: Iterable[tuple[str, str, Any]] = (),
+        raw: bool = False,
+        require: Iterable[tuple[str, str, Any]] = (),
+    ) -> int:
+        """:meth:`set_many`, awaited: all or nothing, a cancelled call included."""
+        if type(if_absent) is not bool or type(raw) is not bool:
+            check_flag(if_absent, "if_absent")
+            check_flag(raw, "raw")
+        conditions = checked_requirements(require) if require else None
+        defaults = encoded_rows(ensure, raw, "ensure") if ensure else []
+        rows = encoded_rows(items, raw)
+        session = self._session
+        if conditions:
+            plan = writes.set_required(session, rows, if_absent, defaults, conditions)
+            return await self._async.drive(plan)
+        if not rows and not defaults:
+            return 0
+        return await self._async.drive(writes.set_many(session, rows, if_absent, defaults))
+
+    async def awrite(self, transaction: Transaction) -> WriteResult:
+        """:meth:`write`, awaited: all or nothing, a cancelled call included."""
+        checked = checked_transaction(transaction)
+        if not (
+            checked.conditions
+            or checked.rows
+            or checked.deletes
+            or checked.prefixes
+            or checked.tag_deletes
+        ):
+            return WriteResult(0, 0)
+        return await self._async.drive(writes.write(self._session, checked))
+
+    async def aclose(self) -> None:
+        """Close the pools this store opened, awaiting the async one; idempotent.
+
+        Calls in flight finish first on their connections; every call that
+        starts later raises :class:`~swarmstate.StoreClosedError`. Pools
+        passed in are left open.
+
+        Raises:
+            StorageError: Closing a pool failed.
+        """
+        try:
+            # Blocking: its worker threads are joined. Every later call refuses.
+            await asyncio.to_thread(self._session.close)
+        finally:
+            await self._async.close()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _pool_sizes(
+    min_size: int | None, max_size: int | None, timeout: float | None
+) -> tuple[int, int, float]:
+    """``(min_size, max_size, timeout)`` of the pools a store opens, defaults filled in, checked."""
+    low = DEFAULT_MIN_SIZE if min_size is None else min_size
+    high = max(DEFAULT_MAX_SIZE, low) if max_size is None else max_size
+    wait = DEFAULT_TIMEOUT if timeout is None else timeout
+    if type(low) is not int or low < 0:
+        raise InvalidArgumentError(f"min_size must be an int >= 0, got {min_size!r}")
+    if type(high) is not int or high < max(low, 1):
+        raise InvalidArgumentError(
+            f"max_size must be an int >= 1 and >= min_size ({low}), got {max_size!r}"
+        )
+    if type(wait) not in (int, float) or not (math.isfinite(wait) and wait > 0):
+        raise InvalidArgumentError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    return low, high, float(wait)

@@ -1,7 +1,7 @@
 """How PostgresStore writes a batch: the statement each write takes, and the ways around it.
 
 Nearly every write is one statement, one round trip (the functions it calls
-are in :mod:`.schema`); which one, by what the batch holds:
+are in :mod:`..schema`); which one, by what the batch holds:
 
 1. ``set_many`` (:func:`put_many`): ``PUT_MANY`` (``put_many``), or with
    ``ensure`` entries ``PUT_ENSURE`` (``put_ensure``); a batch of at most
@@ -30,11 +30,15 @@ The other ways, each for what the one statement cannot take:
   round trips (:func:`required`); before version 9, ``write`` likewise
   (:func:`write_in_steps`). Before version 10 a write with tags or tag
   deletes is refused (:func:`before_tags`): the schema has nowhere to keep them.
+
+Each write is a plan (:mod:`..plans`): it yields its statements and the
+session's blocking runner, or the async one, runs them; neither has a copy
+of what is written here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from swarmstate._base import check_conditions
@@ -56,14 +60,16 @@ from swarmstate._checks import (
 )
 from swarmstate._errors import ConflictError, IncompatibleStoreError, StorageError
 from swarmstate.backends.postgres import migrations, statements
-from swarmstate.backends.postgres.driver import psycopg, tuple_row
+from swarmstate.backends.postgres.driver import psycopg
 from swarmstate.backends.postgres.names import (
     Arrays,
+    any_long,
     enc,
     has_long_names,
     put_many_params,
     with_long_forms,
 )
+from swarmstate.backends.postgres.plans import READY, Atomic, Batch, Fetch, Plan
 from swarmstate.backends.postgres.schema import REQUIRE_SQLSTATE
 from swarmstate.backends.postgres.session import Session
 
@@ -74,6 +80,8 @@ __all__ = [
     "put_many",
     "put_required",
     "required",
+    "set_many",
+    "set_required",
     "write",
     "write_in_steps",
 ]
@@ -84,21 +92,56 @@ _KIND = {Absent: 0, Present: 1, Holds: 2, Empty: 3}  # write_all's condition kin
 _SMALL_BATCH = 8  # entries up to which a statement takes one parameter per value
 
 
-def put_many(session: Session, rows: list[Row], if_absent: bool, ensure: list[Row]) -> int:
+def set_many(session: Session, rows: list[Row], if_absent: bool, ensure: list[Row]) -> Plan[int]:
+    """``set_many`` without conditions (:func:`put_many`), at a fixed version for long names."""
+    if not session.settled() and any_long(_names(rows, ensure)):
+        return (
+            yield from session.fixed_version(lambda: set_many(session, rows, if_absent, ensure))
+        )
+    return (yield from put_many(session, rows, if_absent, ensure))
+
+
+def set_required(
+    session: Session,
+    rows: list[Row],
+    if_absent: bool,
+    ensure: list[Row],
+    require: list[Requirement],
+) -> Plan[int]:
+    """``set_many(require=...)`` (:func:`put_required`), at a fixed version for long names."""
+    if not session.settled() and any_long(_names(rows, ensure, require)):
+        return (
+            yield from session.fixed_version(
+                lambda: set_required(session, rows, if_absent, ensure, require)
+            )
+        )
+    return (yield from put_required(session, rows, if_absent, ensure, require))
+
+
+def _names(*batches: list[Row] | list[Requirement]) -> Iterator[str]:
+    """The namespaces and keys of a write's batches."""
+    for batch in batches:
+        for (ns, key), _ in batch:
+            yield ns
+            yield key
+
+
+def put_many(session: Session, rows: list[Row], if_absent: bool, ensure: list[Row]) -> Plan[int]:
     """``set_many`` without conditions: ``ensure`` (where absent), then ``rows``; the count."""
     defaults = put_many_params(ensure, True) if ensure else None
     params = put_many_params(rows, if_absent)
     if has_long_names(defaults, params):
-        session.ready()
+        yield READY
         if session.version >= migrations.TOKENS_SINCE:
-            return long_names(session, defaults, params, if_absent, len(rows))
+            return (yield from long_names(session, defaults, params, if_absent, len(rows)))
         # Before version 6 the server refuses a name its index cannot hold.
     if defaults is not None:
-        session.ready()
+        yield READY
         if session.version < migrations.PUT_ENSURE_SINCE:
-            return ensure_before_v5(session, defaults, params, if_absent, len(rows))
+            return (yield from ensure_before_v5(session, defaults, params, if_absent, len(rows)))
     name, args, count = _put_statement(session, defaults, params, if_absent, len(rows))
-    return count(int(session.scalar(name, args)))
+    found = yield Fetch(name, args)
+    return count(int(found[0][0]))
 
 
 def _put_statement(
@@ -131,18 +174,18 @@ def put_required(
     if_absent: bool,
     ensure: list[Row],
     require: list[Requirement],
-) -> int:
+) -> Plan[int]:
     """``set_many(require=...)``: the conditions and the write in one statement; the count.
 
     Raises:
         ConflictError: A condition did not hold (nothing was written).
     """
-    session.ready()
+    yield READY
     defaults = put_many_params(ensure, True) if ensure else None
     params = put_many_params(rows, if_absent)
     if session.version < migrations.REQUIRE_SINCE or has_long_names(defaults, params):
-        return required(session, rows, if_absent, ensure, require)
-    found_as = session.found_as
+        return (yield from required(session, rows, if_absent, ensure, require))
+    found_as = session.stored_as
     e_ns, e_key, e_value = defaults[:3] if defaults is not None else ([], [], [])
     p_ns, p_key, p_value = params[:3] if params is not None else ([], [], [])
     c_ns = [found_as(ns) for (ns, _), _ in require]
@@ -161,13 +204,13 @@ def put_required(
         args = (c_ns, c_key, c_state, c_value, e_ns, e_key, e_value)
         args += (p_ns, p_key, p_value, if_absent)
     try:
-        written = int(session.scalar(name, args))
+        written = int((yield Fetch(name, args))[0][0])
     except StorageError as exc:
         cause = exc.__cause__
         if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
             raise
         # Say which condition broke (as the other stores do), from a fresh read.
-        check_conditions(require, _live(session, [pair for pair, _ in require]))
+        check_conditions(require, (yield from _live(session, [pair for pair, _ in require])))
         raise ConflictError(
             "set_many required a condition that did not hold when it was written; "
             "the store changed since it was read: read again and retry"
@@ -177,10 +220,10 @@ def put_required(
     return written - len(p_ns) + len(rows)
 
 
-def _live(session: Session, pairs: list[Pair]) -> list[bytes | None]:
+def _live(session: Session, pairs: list[Pair]) -> Plan[list[bytes | None]]:
     """The values ``pairs`` hold now, as ``get_many(raw=True)`` reads them."""
-    found_as = session.found_as
-    rows = session.fetch(
+    found_as = session.stored_as
+    rows = yield Fetch(
         "GET_MANY",
         {"ns": [found_as(ns) for ns, _ in pairs], "key": [found_as(k) for _, k in pairs]},
     )
@@ -190,20 +233,20 @@ def _live(session: Session, pairs: list[Pair]) -> list[bytes | None]:
     return out
 
 
-def write(session: Session, txn: Checked) -> WriteResult:
+def write(session: Session, txn: Checked) -> Plan[WriteResult]:
     """``store.write``: the conditions, then the writes, in one statement (``write_all``).
 
     Raises:
         ConflictError: A condition did not hold (nothing was written).
     """
-    session.ready()
+    yield READY
     conditions, rows, pairs, prefixes, if_absent, tags, ranges = txn
     tagged = tags is not None or bool(ranges)
     if tagged and session.version < migrations.TAGS_SINCE:
         raise before_tags(session)
     if session.version < migrations.WRITE_ALL_SINCE:
-        return write_in_steps(session, txn)
-    found_as = session.found_as
+        return (yield from write_in_steps(session, txn))
+    found_as = session.stored_as
     c_kind: list[int] = []
     c_ns: list[bytes] = []
     c_key: list[bytes] = []
@@ -239,7 +282,7 @@ def write(session: Session, txn: Checked) -> WriteResult:
     if tagged:
         args += (orders, groups)
     try:
-        written, deleted = session.scalar("WRITE_TAGGED" if tagged else "WRITE_ALL", args)
+        written, deleted = (yield Fetch("WRITE_TAGGED" if tagged else "WRITE_ALL", args))[0][0]
     except StorageError as exc:
         cause = exc.__cause__
         if not (isinstance(cause, psycopg.Error) and cause.sqlstate == REQUIRE_SQLSTATE):
@@ -288,46 +331,47 @@ def before_tags(session: Session) -> IncompatibleStoreError:
 # -- off the one-statement path ---------------------------------------------------
 
 
-def write_in_steps(session: Session, txn: Checked) -> WriteResult:
+def write_in_steps(session: Session, txn: Checked) -> Plan[WriteResult]:
     """``store.write`` on a schema ``setup()`` has not yet brought to version 9.
 
     One transaction of several round trips: the store's lock, each condition
     read and checked here, then the existing write functions.
     """
+    result: WriteResult = yield Atomic(lambda: _in_steps(session, txn))
+    return result
+
+
+def _in_steps(session: Session, txn: Checked) -> Plan[WriteResult]:
     conditions, rows, pairs, prefixes, if_absent, _, _ = txn  # no tags: see write()
-    lock = session.statement("LOCK")
-
-    def work(conn: psycopg.Connection[Any]) -> WriteResult:
-        with conn.transaction():
-            conn.cursor().execute(lock)  # as every writer: nothing changes from here on
-            with session.holding(conn):
-                for condition in conditions:
-                    if not _holds(session, condition):
-                        raise conflict(condition)  # the transaction rolls back
-                deleted = 0
-                for prefix in prefixes:
-                    low = enc(prefix)
-                    deleted += int(session.scalar("REMOVE_RANGE", {"lo": low, "hi": low + _TOP}))
-                if pairs:
-                    found_as = session.found_as
-                    doomed = dict.fromkeys((found_as(ns), found_as(key)) for ns, key in pairs)
-                    named = {"ns": [ns for ns, _ in doomed], "key": [key for _, key in doomed]}
-                    deleted += int(session.scalar("REMOVE_MANY", named))
-                written = put_many(session, rows, if_absent, []) if rows else 0
-                return WriteResult(written, deleted)
-
-    return session.run(work)
+    yield Fetch("LOCK")  # as every writer: nothing changes from here on
+    for condition in conditions:
+        if not (yield from _holds(session, condition)):
+            raise conflict(condition)  # the transaction rolls back
+    deleted = 0
+    for prefix in prefixes:
+        low = enc(prefix)
+        deleted += int((yield Fetch("REMOVE_RANGE", {"lo": low, "hi": low + _TOP}))[0][0])
+    if pairs:
+        found_as = session.stored_as
+        doomed = dict.fromkeys((found_as(ns), found_as(key)) for ns, key in pairs)
+        named = {"ns": [ns for ns, _ in doomed], "key": [key for _, key in doomed]}
+        deleted += int((yield Fetch("REMOVE_MANY", named))[0][0])
+    written = (yield from put_many(session, rows, if_absent, [])) if rows else 0
+    return WriteResult(written, deleted)
 
 
-def _holds(session: Session, condition: Condition) -> bool:
-    """Whether ``condition`` holds, read on the session's connection of the moment."""
-    ns = session.found_as(condition.namespace)
+def _holds(session: Session, condition: Condition) -> Plan[bool]:
+    """Whether ``condition`` holds, read on the connection of the plan's transaction."""
+    ns = session.stored_as(condition.namespace)
     if type(condition) is Empty:
         low = b"" if condition.start is None else enc(condition.start)
         high = _TOP if condition.stop is None else enc(condition.stop)
-        return not session.fetch("READ_RANGE", (ns, low, high, 1, False, False))
+        if session.version < migrations.READ_RANGE_SINCE:  # no read_range() before version 3
+            named = {"ns": ns, "start": low, "stop": high, "limit": 1, "values": False}
+            return not (yield Fetch("RANGE_BEFORE_V3_ASC", named))
+        return not (yield Fetch("READ_RANGE", (ns, low, high, 1, False, False)))
     assert isinstance(condition, Absent | Present | Holds)
-    rows = session.fetch("GET", (ns, session.found_as(condition.key)))
+    rows = yield Fetch("GET", (ns, session.stored_as(condition.key)))
     if type(condition) is Absent:
         return not rows
     if type(condition) is Present:
@@ -342,37 +386,38 @@ def required(
     if_absent: bool,
     ensure: list[Row],
     require: list[Requirement],
-) -> int:
+) -> Plan[int]:
     """The conditions, then the write, in one transaction of several round trips.
 
     For batches with long names, and for schemas setup() has not yet
     brought to version 7.
     """
-    found_as = session.found_as
+    written: int = yield Atomic(lambda: _required(session, rows, if_absent, ensure, require))
+    return written
+
+
+def _required(
+    session: Session,
+    rows: list[Row],
+    if_absent: bool,
+    ensure: list[Row],
+    require: list[Requirement],
+) -> Plan[int]:
+    found_as = session.stored_as
     pairs = {
         "ns": [found_as(ns) for (ns, _), _ in require],
         "key": [found_as(key) for (_, key), _ in require],
     }
-    lock, get_many = session.statement("LOCK"), session.statement("GET_MANY")
-
-    def work(conn: psycopg.Connection[Any]) -> int:
-        with conn.transaction():
-            # The store lock first, as every writer takes it: nothing can
-            # change between the check and the write.
-            with conn.pipeline():
-                conn.cursor().execute(lock)
-                cur = conn.cursor(row_factory=tuple_row, binary=True)
-                cur.execute(get_many, pairs)
-            found: list[bytes | None] = [None] * len(require)
-            for ordinal, data in cur.fetchall():
-                found[ordinal - 1] = bytes(data)
-            check_conditions(require, found)  # raises: the transaction rolls back
-            if not rows and not ensure:
-                return 0
-            with session.holding(conn):
-                return put_many(session, rows, if_absent, ensure)
-
-    return session.run(work)
+    # The store lock first, as every writer takes it: nothing can change
+    # between the check and the write.
+    _, current = yield Batch((("LOCK", None), ("GET_MANY", pairs)))
+    found: list[bytes | None] = [None] * len(require)
+    for ordinal, data in current:
+        found[ordinal - 1] = bytes(data)
+    check_conditions(require, found)  # raises: the transaction rolls back
+    if not rows and not ensure:
+        return 0
+    return (yield from put_many(session, rows, if_absent, ensure))
 
 
 def long_names(
@@ -381,17 +426,16 @@ def long_names(
     params: Arrays | None,
     if_absent: bool,
     items: int,
-) -> int:
+) -> Plan[int]:
     """A batch holding a name longer than the index holds (schema version 6)."""
     p_args = with_long_forms(params)
     if defaults is None:
         ns, key, value, long_ns, long_key = p_args
-        written = int(
-            session.scalar("PUT_MANY_LONG", (ns, key, value, if_absent, long_ns, long_key))
-        )
-        return written if if_absent else items
+        found = yield Fetch("PUT_MANY_LONG", (ns, key, value, if_absent, long_ns, long_key))
+        return int(found[0][0]) if if_absent else items
     e_args = with_long_forms(defaults)
-    written = int(session.scalar("PUT_ENSURE_LONG", (*e_args, *p_args[:3], if_absent, *p_args[3:])))
+    found = yield Fetch("PUT_ENSURE_LONG", (*e_args, *p_args[:3], if_absent, *p_args[3:]))
+    written = int(found[0][0])
     if if_absent:
         return written
     return written - len(p_args[0]) + items
@@ -403,30 +447,23 @@ def ensure_before_v5(
     params: Arrays | None,
     if_absent: bool,
     items: int,
-) -> int:
+) -> Plan[int]:
     """``set_many(ensure=)`` on a schema not yet migrated to version 5.
 
     Until ``setup()`` runs, the two ``put_many`` calls go in one
     transaction (one round trip): the ensured entries, then the items.
     """
-    text = session.statement("PUT_MANY")
-
-    def work(conn: psycopg.Connection[Any]) -> int:
-        with conn.pipeline():
-            first = conn.cursor(row_factory=tuple_row, binary=True)
-            first.execute(text, defaults)
-            if params is not None:
-                second = conn.cursor(row_factory=tuple_row, binary=True)
-                second.execute(text, params)
-        total = int(_one(first.fetchone()))
-        if params is not None:
-            total += int(_one(second.fetchone())) if if_absent else items
-        return total
-
-    return session.run(work)
+    calls: list[tuple[str, Any]] = [("PUT_MANY", defaults)]
+    if params is not None:
+        calls.append(("PUT_MANY", params))
+    found = yield Batch(calls)
+    total = int(_one(found[0]))
+    if params is not None:
+        total += int(_one(found[1])) if if_absent else items
+    return total
 
 
-def _one(row: tuple[Any, ...] | None) -> Any:
-    if row is None:  # a SELECT of one function call always returns one row
+def _one(rows: list[tuple[Any, ...]]) -> Any:
+    if not rows:  # a SELECT of one function call always returns one row
         raise StorageError("PostgreSQL returned no row for put_many")
-    return row[0]
+    return rows[0][0]
