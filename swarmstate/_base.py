@@ -177,6 +177,10 @@ class BaseStore(abc.ABC):
     saver): True where compressing them pays for its CPU, as on a server that
     sends every byte over the network and stores small rows uncompressed."""
 
+    blocks: ClassVar[bool] = True
+    """Whether a call may wait on I/O (a file, a server). False for the
+    in-memory ``Store``, whose calls an event loop can make directly."""
+
     _values: CurrentValues
     """Where ``get`` and ``contains`` look a pair up: the store's :meth:`_read`,
     or a mapping of the current values that the backend keeps (the in-memory
@@ -392,6 +396,12 @@ class BaseStore(abc.ABC):
         if not rows and not defaults:
             return 0
         return self._put_many(rows, if_absent, defaults)
+
+    def awaitable(self) -> bool:
+        """Whether, on the running event loop, this store has async twins of its
+        reads and writes (``aitems``, ``aget_many``, ``awrite``) that wait on I/O
+        without holding a thread. False here; ``PostgresStore`` has them."""
+        return False
 
     def write(self, transaction: Transaction) -> WriteResult:
         """Run ``transaction`` atomically: its conditions, then its writes, all or nothing.

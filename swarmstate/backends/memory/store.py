@@ -51,7 +51,7 @@ import time
 from collections import deque
 from itertools import compress
 from operator import is_not
-from typing import Any
+from typing import Any, ClassVar
 
 from swarmstate._base import BaseStore, check_conditions, prefix_upper_bound
 from swarmstate._checks import (
@@ -102,6 +102,8 @@ class Store(BaseStore):
     and ``contains`` take no lock at all, so threads never queue behind each
     other on the hot path.
     """
+
+    blocks: ClassVar[bool] = False  # every call is CPU work under a lock, never I/O
 
     def __init__(self, max_history: int | None = None) -> None:
         super().__init__(max_history=max_history)

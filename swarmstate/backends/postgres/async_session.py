@@ -69,6 +69,20 @@ class AsyncSession:
         """The async pool, once there is one."""
         return self._pool
 
+    def usable_here(self) -> bool:
+        """Whether the running loop has this session's pool open: ``aopen()`` (or an
+        ``afrom_conn_string`` block, or a first awaited call) opened it on this loop,
+        or the caller passed one. A pool is never opened implicitly for a caller
+        that only asks, so a store used by ``asyncio.run`` now and then keeps no
+        pool bound to a loop that ends."""
+        if self.session.closed or self._pool is None or not self._open:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self._loop is None or self._loop is loop
+
     async def connections(self) -> AsyncConnectionPool[Any]:
         """The pool, opened on this event loop on the first call."""
         session = self.session

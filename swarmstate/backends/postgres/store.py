@@ -368,6 +368,11 @@ class PostgresStore(BaseStore):
 
     # -- async: the same checks, then the same plans, awaited ---------------
 
+    def awaitable(self) -> bool:
+        """True on the event loop this store's async pool is open on (``aopen``,
+        ``afrom_conn_string``, or an ``async_pool=`` passed in)."""
+        return self._async.usable_here()
+
     async def aopen(self) -> None:
         """Open the async pool now and check the schema (else the first awaited call does).
 
