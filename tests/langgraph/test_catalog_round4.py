@@ -1,14 +1,13 @@
-"""The thread catalog (registry, activity index) says what the threads hold, after any operation.
+"""The thread catalog (the checkpoints' tags) says what the threads hold, after any operation.
 
-``recent_threads``, ``thread_count``, ``list_threads`` and ``swarmstate
-threads`` read the catalog, not the threads; retention's ``older_than``
-finds idle threads through it. Each test here checks them against a plain
+``recent_threads`` and ``swarmstate threads`` read the order tags; retention's
+``older_than`` finds idle threads through them. Each test here checks them against a plain
 model of the threads after ``retain(older_than=...)`` and
 ``delete_for_runs`` (the Agent Server's rollback), deterministically and
 along seeded random sequences of catalog operations.
 
 Checkpoint ids are made as LangGraph makes them (UUIDv6, time first) but at
-chosen moments, so that the periods of the activity index are chosen too.
+chosen moments, so that their order is chosen too.
 """
 
 from __future__ import annotations
@@ -29,12 +28,23 @@ from langgraph.checkpoint.base import empty_checkpoint
 import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph.catalog import PERIOD_SECONDS, period_at, period_seconds
 from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
 _GREGORIAN_TO_UNIX = 0x01B21DD213814000
+PERIOD_SECONDS = (1 << 28) / 1e7
+"""A time step of the tests: 2**28 ticks of 100 ns (the first 8 hex digits of a UUIDv6)."""
+
+
+def period_at(moment: float) -> int:
+    return (int(moment * 1e7) + _GREGORIAN_TO_UNIX) >> 28
+
+
+def period_seconds(period: int) -> float:
+    return ((period << 28) - _GREGORIAN_TO_UNIX) / 1e7
+
+
 # A day ahead, in the middle of a period: ids made "now" by the tests come after any
 # deletion's tombstone (a put of an id made before a deletion is refused).
 BASE = period_seconds(period_at(time.time() + 86400)) + PERIOD_SECONDS / 2
