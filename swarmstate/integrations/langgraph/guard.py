@@ -105,6 +105,8 @@ class Guards:
         # Threads last seen with a guard: their writes read it first instead of
         # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
         self._guarded: set[str] = set()
+        # The condition "the thread has no guard", per thread (immutable, so kept).
+        self._unguarded: dict[str, Absent] = {}
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         key = keys.field(thread_id)
@@ -144,13 +146,18 @@ class Guards:
                 builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
         """
-        key = keys.field(thread_id)
+        unguarded = self._unguarded.get(thread_id)
+        if unguarded is None:
+            if len(self._unguarded) > _HINTS:
+                self._unguarded.clear()
+            unguarded = self._unguarded[thread_id] = Absent(GUARDS, keys.field(thread_id))
+        key = unguarded.key
         lent: list[Condition] = [Present(ns, k) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
                 self.store.write(
                     Transaction(
-                        conditions=[Absent(GUARDS, key), *lent],
+                        conditions=[unguarded, *lent] if lent else [unguarded],
                         sets=items,
                         raw=raw,
                         if_absent=if_absent,
