@@ -241,3 +241,45 @@ def test_a_random_sequence_with_rollbacks_matches_the_model(
     make_store: MakeStore, seed: int
 ) -> None:
     _random_sequence(SwarmStateSaver(make_store()), seed, rollbacks=True)
+
+
+# -- the idle sweep walks each checkpoint once, from the mark the previous one left ----------
+
+
+def test_a_policy_sweeps_a_few_checkpoints_a_put_and_reaches_every_idle_thread(
+    make_store: MakeStore,
+) -> None:
+    from swarmstate.integrations.langgraph import Retention
+
+    store = make_store()
+    writer = Writer(SwarmStateSaver(store))
+    past = time.time() - 10 * 86400
+    for number in range(10):
+        writer.put(f"old{number}", past + number)
+    policy = SwarmStateSaver(store, retention=Retention(older_than=3600, every=1, sweep=3))
+    live = Writer(policy, seed=1)
+    newest = live.put("live", time.time())
+    # The first sweep walked the three oldest checkpoints: their threads went.
+    assert policy.list_threads() == ["live", *(f"old{n}" for n in range(3, 10))]
+    for turn in range(3):
+        newest = live.put("live", time.time() + turn + 1, newest)
+    assert policy.list_threads() == ["live"]
+    # Nothing new before the cutoff: a sweep walks nothing, and the live thread stays.
+    assert policy.retain(older_than=3600).threads_examined == 0
+    assert policy.list_threads() == ["live"]
+
+
+def test_rolling_back_a_threads_newest_run_lets_a_later_sweep_meet_it_again(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    writer = Writer(saver)
+    old = writer.put("x", time.time() - 5 * 86400, run_id="r-old")
+    writer.put("x", time.time(), old, run_id="r-new")
+    writer.put("y", time.time() - 4 * 86400, run_id="r-y")
+    # x is alive: the sweep walks past its old checkpoint (and expires y).
+    assert saver.retain(older_than=3600).threads_deleted == 1
+    assert saver.list_threads() == ["x"]
+    saver.delete_for_runs(["r-new"])  # x's newest is its old checkpoint again
+    assert saver.retain(older_than=3600).threads_deleted == 1
+    assert saver.list_threads() == []

@@ -32,7 +32,6 @@ converted (:func:`converted`), every checkpoint entry carries its tags.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any, Final
@@ -281,15 +280,26 @@ def walk(
     return list(met.items()), (_after(found[-1][0]) if found else None)
 
 
-def advance(store: BaseStore, stored: bytes | None, start: str) -> None:
+def advance(store: BaseStore, stored: bytes | None, start: str) -> bytes | None:
     """Move the sweep's mark to ``start``, unless another sweep or :func:`reconsider` moved it
-    meanwhile (the mark never skips what they asked for)."""
+    meanwhile (the mark never skips what they asked for).
+
+    Returns the mark's stored bytes now, or None when it was moved meanwhile.
+    """
     condition: Condition = (
         Absent(keys.META, _SWEEP) if stored is None else Holds(keys.META, _SWEEP, stored)
     )
-    # On a conflict the next sweep walks again from where the other writer left it.
-    with contextlib.suppress(ConflictError):
-        store.write(Transaction(conditions=[condition], sets=[(keys.META, _SWEEP, start)]))
+    data = dumps(start)
+    try:
+        store.write(Transaction(conditions=[condition], sets=[(keys.META, _SWEEP, data)], raw=True))
+    except ConflictError:
+        return None  # the next sweep walks again from where the other writer left it
+    return data
+
+
+def walked_all(store: BaseStore, start: str, stop: str) -> bool:
+    """Whether no checkpoint's order is in ``[start, stop)``."""
+    return not store.tagged("order", start=start, stop=stop, limit=1)
 
 
 def reconsider(store: BaseStore, thread_id: str) -> None:

@@ -38,6 +38,8 @@ __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
 BATCH = 256
 """Entries deleted per write transaction."""
+_WALK_PAGE = 4096
+"""Checkpoints an idle sweep reads at a time."""
 _COUNTED_MAX = 65536
 logger = logging.getLogger("swarmstate")
 
@@ -210,15 +212,29 @@ class Retainer:
         """
         report = RetentionReport(dry_run=dry_run)
         start, stored = catalog.sweep_start(self.store)
-        met, after = catalog.walk(
-            self.store, start, catalog.cutoff_id(cutoff.timestamp()), limit or (1 << 62)
-        )
-        for count, (thread_id, _) in enumerate(met, 1):
-            report.add(self.thread(serde, thread_id, None, cutoff, dry_run))
-            if progress is not None:
-                progress(count, len(met))
-        if after is not None and not dry_run:
-            catalog.advance(self.store, stored, after)
+        stop = catalog.cutoff_id(cutoff.timestamp())
+        left = limit
+        looked: set[str] = set()  # threads met on an earlier page of this sweep
+        while left is None or left > 0:
+            page = _WALK_PAGE if left is None else min(left, _WALK_PAGE)
+            met, after = catalog.walk(self.store, start, stop, page)
+            fresh = [thread_id for thread_id, _ in met if thread_id not in looked]
+            looked.update(fresh)
+            for thread_id in fresh:
+                report.add(self.thread(serde, thread_id, None, cutoff, dry_run))
+                if progress is not None:
+                    progress(len(looked), len(looked))
+            if after is None:
+                break
+            if not dry_run:
+                stored = catalog.advance(self.store, stored, after)
+                if stored is None:
+                    break  # another writer moved the mark: the next sweep goes on from it
+            start = after
+            if left is not None:
+                left -= page
+            if catalog.walked_all(self.store, start, stop):
+                break
         return report
 
     def thread(
