@@ -318,3 +318,24 @@ def test_delete_thread_is_one_transaction_that_leaves_nothing_of_the_thread(
     assert saver.list_threads() == ["b"]
     assert [row for row in _listed(saver) if row[1] == "b"] == kept
     assert [row for row in _listed(saver) if row[1] == "a"] == []
+
+
+def test_a_read_only_file_of_the_release_before_tags_is_read_by_scanning(tmp_path: Any) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    path = tmp_path / "old.db"
+    with DiskStore(path) as store:
+        saver = SwarmStateSaver(store)
+        graph = _graph(saver)
+        for thread in ("p", "q"):
+            graph.invoke({"log": []}, {**cfg(thread), "metadata": {"run_id": thread}})
+        expected = _answers(saver)
+        _downgrade(store, saver.serde)
+        before = _everything(store)
+    with DiskStore(path, readonly=True) as reader:
+        assert _answers(SwarmStateSaver(reader)) == expected
+        assert _everything(reader) == before
+    with DiskStore(path) as store:
+        assert _everything(store) == before, "the read-only reader wrote nothing"
+        SwarmStateSaver(store).setup()
+        assert _answers(SwarmStateSaver(store)) == expected
