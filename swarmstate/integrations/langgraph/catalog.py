@@ -215,17 +215,31 @@ def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
 
 def threads(store: BaseStore) -> list[str]:
     """Every thread id with a checkpoint namespace in the store, sorted."""
-    found = set()
-    for namespace in store.namespaces(keys.THREADS):
-        scope = keys.parse_scope(namespace)
-        if scope is not None:
-            found.add(scope[0])
-    return sorted(found)
+    return sorted(_threads(store))
 
 
 def thread_count(store: BaseStore) -> int:
     """How many threads have checkpoints."""
-    return len(threads(store))
+    return len(_threads(store))
+
+
+def _threads(store: BaseStore) -> list[str]:
+    """The threads with a checkpoint namespace, in namespace order.
+
+    A thread's namespaces are adjacent (its prefix is prefix-free), so one
+    is parsed a thread; a namespace that cannot be a checkpoint namespace
+    (not ending in ``c``) is not parsed at all.
+    """
+    found: list[str] = []
+    prefix = None
+    for namespace in store.namespaces(keys.THREADS):
+        if namespace[-1] != keys.CHECKPOINTS or (prefix and namespace.startswith(prefix)):
+            continue
+        scope = keys.parse_scope(namespace)
+        if scope is not None:
+            found.append(scope[0])
+            prefix = keys.thread_prefix(scope[0])
+    return found
 
 
 def run_range(run_id: str) -> tuple[str, str]:
