@@ -55,9 +55,10 @@ def threads_by_activity(
 
     Returns ``(page, total)``: at most ``limit`` threads after skipping
     ``offset``, each with the ``ts`` of its newest checkpoint (every
-    namespace), newest first. Read through the saver's activity index
-    (``recent_threads``) and thread count: it costs the page, not the number
-    of threads.
+    namespace), newest first. Read through the saver's ``recent_threads``
+    (the checkpoints' order tags: it costs the checkpoints newer than the
+    page's last thread) and ``thread_count`` (a walk of the thread
+    namespaces).
     """
     page = []
     for found in saver.recent_threads(limit=limit, offset=offset):

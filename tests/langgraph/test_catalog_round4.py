@@ -1,14 +1,13 @@
-"""The thread catalog (registry, activity index) says what the threads hold, after any operation.
+"""The thread catalog (the checkpoints' tags) says what the threads hold, after any operation.
 
-``recent_threads``, ``thread_count``, ``list_threads`` and ``swarmstate
-threads`` read the catalog, not the threads; retention's ``older_than``
-finds idle threads through it. Each test here checks them against a plain
+``recent_threads`` and ``swarmstate threads`` read the order tags; retention's
+``older_than`` finds idle threads through them. Each test here checks them against a plain
 model of the threads after ``retain(older_than=...)`` and
 ``delete_for_runs`` (the Agent Server's rollback), deterministically and
 along seeded random sequences of catalog operations.
 
 Checkpoint ids are made as LangGraph makes them (UUIDv6, time first) but at
-chosen moments, so that the periods of the activity index are chosen too.
+chosen moments, so that their order is chosen too.
 """
 
 from __future__ import annotations
@@ -29,12 +28,23 @@ from langgraph.checkpoint.base import empty_checkpoint
 import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.integrations.langgraph import SwarmStateSaver
-from swarmstate.integrations.langgraph.catalog import PERIOD_SECONDS, period_at, period_seconds
 from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
 _GREGORIAN_TO_UNIX = 0x01B21DD213814000
+PERIOD_SECONDS = (1 << 28) / 1e7
+"""A time step of the tests: 2**28 ticks of 100 ns (the first 8 hex digits of a UUIDv6)."""
+
+
+def period_at(moment: float) -> int:
+    return (int(moment * 1e7) + _GREGORIAN_TO_UNIX) >> 28
+
+
+def period_seconds(period: int) -> float:
+    return ((period << 28) - _GREGORIAN_TO_UNIX) / 1e7
+
+
 # A day ahead, in the middle of a period: ids made "now" by the tests come after any
 # deletion's tombstone (a put of an id made before a deletion is refused).
 BASE = period_seconds(period_at(time.time() + 86400)) + PERIOD_SECONDS / 2
@@ -231,3 +241,45 @@ def test_a_random_sequence_with_rollbacks_matches_the_model(
     make_store: MakeStore, seed: int
 ) -> None:
     _random_sequence(SwarmStateSaver(make_store()), seed, rollbacks=True)
+
+
+# -- the idle sweep walks each checkpoint once, from the mark the previous one left ----------
+
+
+def test_a_policy_sweeps_a_few_checkpoints_a_put_and_reaches_every_idle_thread(
+    make_store: MakeStore,
+) -> None:
+    from swarmstate.integrations.langgraph import Retention
+
+    store = make_store()
+    writer = Writer(SwarmStateSaver(store))
+    past = time.time() - 10 * 86400
+    for number in range(10):
+        writer.put(f"old{number}", past + number)
+    policy = SwarmStateSaver(store, retention=Retention(older_than=3600, every=1, sweep=3))
+    live = Writer(policy, seed=1)
+    newest = live.put("live", time.time())
+    # The first sweep walked the three oldest checkpoints: their threads went.
+    assert policy.list_threads() == ["live", *(f"old{n}" for n in range(3, 10))]
+    for turn in range(3):
+        newest = live.put("live", time.time() + turn + 1, newest)
+    assert policy.list_threads() == ["live"]
+    # Nothing new before the cutoff: a sweep walks nothing, and the live thread stays.
+    assert policy.retain(older_than=3600).threads_examined == 0
+    assert policy.list_threads() == ["live"]
+
+
+def test_rolling_back_a_threads_newest_run_lets_a_later_sweep_meet_it_again(
+    make_store: MakeStore,
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    writer = Writer(saver)
+    old = writer.put("x", time.time() - 5 * 86400, run_id="r-old")
+    writer.put("x", time.time(), old, run_id="r-new")
+    writer.put("y", time.time() - 4 * 86400, run_id="r-y")
+    # x is alive: the sweep walks past its old checkpoint (and expires y).
+    assert saver.retain(older_than=3600).threads_deleted == 1
+    assert saver.list_threads() == ["x"]
+    saver.delete_for_runs(["r-new"])  # x's newest is its old checkpoint again
+    assert saver.retain(older_than=3600).threads_deleted == 1
+    assert saver.list_threads() == []

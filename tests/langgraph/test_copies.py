@@ -128,11 +128,13 @@ def test_deleting_a_runs_checkpoints_leaves_the_copies_of_them_alone(
     saver.delete_for_runs(["r2"])
     assert _by_id(saver, "dst").keys() == copied.keys()
     assert {t.metadata["run_id"] for t in saver.list(cfg("src"))} == {"r3"}
-    # The copy lists no run of the source as seen, so deleting it leaves no index behind.
-    assert saver.store.keys(keys.runs_seen("dst", "")) == [keys.field("r2")]
+    # The copy's checkpoints carry no run's tag of the source; the source's carry r3's.
+    grouped = {(value, keys.parse_scope(ns)[0]) for value, ns, _ in saver.store.tagged("group")}  # type: ignore[index]
+    assert grouped == {(keys.field("r3"), "src")}
     saver.delete_thread("src")
     saver.delete_thread("dst")
-    assert saver.store.namespaces(keys.RUNS) == []
+    assert saver.store.tagged("group") == []
+    assert saver.store.tagged("order") == []
 
 
 @dataclasses.dataclass

@@ -397,7 +397,7 @@ def test_copy_thread_prune_keep_last_and_delete_for_runs(saver: SwarmStateSaver)
         saver.prune(["src"], keep_last=0)
 
 
-def test_run_index_is_one_entry_per_run_and_thread_and_outlives_delete_for_runs(
+def test_a_runs_checkpoints_carry_its_tag_and_only_they_and_delete_for_runs_finds_them(
     saver: SwarmStateSaver,
 ) -> None:
     graph = chain_graph(saver)
@@ -405,18 +405,22 @@ def test_run_index_is_one_entry_per_run_and_thread_and_outlives_delete_for_runs(
     graph.invoke({"steps": []}, run)
     checkpoints = len(list(saver.list(cfg("t"))))
     assert checkpoints > 2
-    # One index entry for the run's many checkpoints, one "runs seen" entry in the thread.
-    assert saver.store.items(keys.run_namespace("r1")) == [(keys.run_key("t", ""), None)]
-    assert saver.store.keys(keys.runs_seen("t", "")) == [keys.field("r1")]
+    # Each checkpoint carries the run's tag on its own row: no row beside it.
+    tagged = saver.store.tagged("group")
+    assert {value for value, _, _ in tagged} == {keys.field("r1")}
+    assert sorted(key for _, _, key in tagged) == sorted(
+        keys.checkpoint_key(t.checkpoint["id"]) for t in saver.list(cfg("t"))
+    )
     saver.delete_for_runs(["r1"])
     assert list(saver.list(cfg("t"))) == []
-    # The same run writing there again is still found: the index entry stayed.
+    assert saver.store.tagged("group") == []
+    # The same run writing there again is found again.
     graph.invoke({"steps": []}, run)
     assert len(list(saver.list(cfg("t")))) == checkpoints
     saver.delete_for_runs(["r1"])
     assert list(saver.list(cfg("t"))) == []
     saver.delete_thread("t")
-    # Only its tombstone is left, and the note that the store is indexed.
+    # Only its tombstone is left, and the note that the store's checkpoints carry tags.
     assert saver.store.namespaces() == ["langgraph:g", "langgraph:m"]
 
 
@@ -502,12 +506,13 @@ def test_saver_data_moves_between_backends_with_transfer(
         ]
 
 
-@pytest.mark.parametrize("step", ["namespaces", "keys", "write"])
+@pytest.mark.parametrize("step", ["write"])
 def test_a_put_racing_delete_thread_never_leaves_a_checkpoint_its_run_cannot_find(
     step: str,
 ) -> None:
-    # A put of run R lands just before one step of delete_thread: whatever
-    # survives must still be found (and removed) by delete_for_runs([R]).
+    # A put of run R lands just before the one step of delete_thread (it reads
+    # nothing first): whatever survives must still be found (and removed) by
+    # delete_for_runs([R]).
     saver = SwarmStateSaver(swarmstate.Store())
     graph = chain_graph(saver)
     run = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "R"}}
@@ -873,15 +878,15 @@ def test_a_saver_closes_only_a_store_it_opened(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_store_class_with_its_own_set_many_gets_every_write_through_it() -> None:
+def test_a_store_class_with_its_own_write_gets_every_write_through_it() -> None:
     class Counting(swarmstate.Store):
         def __init__(self) -> None:
             super().__init__()
             self.batches = 0
 
-        def set_many(self, items: Any, **options: Any) -> int:
+        def write(self, transaction: Any) -> Any:
             self.batches += 1
-            return super().set_many(items, **options)
+            return super().write(transaction)
 
     store = Counting()
     saver = SwarmStateSaver(store)

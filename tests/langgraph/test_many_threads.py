@@ -1,7 +1,9 @@
-"""The store-wide indexes: what list(None), thread listings and idle-thread sweeps read.
+"""The checkpoints' tags: what list(None), thread listings and idle-thread sweeps read.
 
 They must answer exactly what a scan of every thread would, and keep doing so
-through every operation that adds or removes checkpoints and threads.
+through every operation that adds or removes checkpoints and threads; a
+store of the release before tags reads the same before and after its
+conversion.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 import swarmstate
-from swarmstate.integrations.langgraph import Retention, SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import Retention, SwarmStateSaver, entry, keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -105,12 +107,8 @@ def test_threads_by_last_activity_come_newest_first_a_page_at_a_time(
     saver.delete_thread("w")
     assert [row.thread_id for row in saver.recent_threads()] == ["y", "z", "x"]
     assert saver.thread_count() == 3
-    # Nothing of the deleted thread is left in the indexes.
-    assert not any(
-        keys.field("w") in key
-        for ns in (keys.ACTIVITY, keys.REGISTRY)
-        for key in saver.store.keys(ns)
-    )
+    # Nothing of the deleted thread is left in the tags.
+    assert not any(keys.parse_scope(ns)[0] == "w" for _, ns, _ in saver.store.tagged("order"))  # type: ignore[index]
 
 
 def _id_at(period: int, count: int) -> str:
@@ -162,8 +160,8 @@ def test_a_sweep_for_idle_threads_reads_the_activity_index_and_deletes_only_idle
     report = saver.retain(older_than=datetime.timedelta(days=1), now=later)
     assert report.threads_deleted == 2  # both were idle as of ``later``
     assert saver.list_threads() == []
-    assert saver.store.keys(keys.ACTIVITY) == []
-    # A thread active after the cutoff is kept, and its older activity entries go.
+    assert saver.store.tagged("order") == []
+    # A thread active after the cutoff is kept.
     graph.invoke({"log": []}, cfg("again"), durability="sync")
     assert saver.retain(older_than=3600).threads_deleted == 0
     assert saver.list_threads() == ["again"]
@@ -180,7 +178,89 @@ def test_a_keep_last_policy_keeps_each_thread_near_its_limit_from_the_start(
     assert len(graph.get_state(cfg("t")).values["log"]) == 20
 
 
-def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_indexed(
+def _downgrade(store: swarmstate.BaseStore, serde: Any) -> None:
+    """Make a store what the release before tags left: checkpoint entries without tags, and
+    its rows beside them (checkpoint index, activity, periods, registry, run index)."""
+    for namespace in store.namespaces(keys.THREADS):
+        scope = keys.parse_scope(namespace)
+        if scope is None:
+            continue
+        thread_id, checkpoint_ns = scope
+        for key, data in store.items(namespace, raw=True):
+            if key[-1] != keys.CHECKPOINT:
+                continue
+            store.set_many([(namespace, key, data)], raw=True)  # the same bytes, no tags
+            checkpoint_id = keys.checkpoint_id_of(key)
+            thread, ns_field = keys.field(thread_id), keys.field(checkpoint_ns)
+            period = checkpoint_id[:8]
+            store.set(keys.INDEX, keys.ordered(checkpoint_id) + thread + ns_field, None)
+            store.set(keys.ACTIVITY, period + thread, None)
+            store.set(keys.THREADS + thread + keys.PERIODS, period, None)
+            store.set(keys.REGISTRY, thread, None)
+            run_id = entry.head(serde, data)[2]
+            if type(run_id) is str:
+                store.set(keys.RUNS + keys.field(run_id), thread + ns_field, None)
+                store.set(namespace[:-1] + "r", keys.field(run_id), None)
+    store.delete_many([(keys.META, "tags"), (keys.META, "sweep")])
+    store.set(keys.META, "indexes", 1)
+
+
+def _everything(store: swarmstate.BaseStore) -> dict[tuple[str, str], bytes]:
+    return {
+        (namespace, key): data
+        for namespace in store.namespaces()
+        for key, data in store.items(namespace, raw=True)
+    }
+
+
+def _answers(saver: SwarmStateSaver) -> Any:
+    return (
+        _listed(saver),
+        _listed(saver, limit=3),
+        [(t.checkpoint["id"], t.metadata) for t in saver.list(None, filter={"step": 1})],
+        [(r.thread_id, r.checkpoint_id) for r in saver.recent_threads(limit=None)],
+        [(r.thread_id, r.checkpoint_id) for r in saver.recent_threads(limit=2, offset=1)],
+        saver.list_threads(),
+        saver.thread_count(),
+    )
+
+
+def test_a_store_of_the_release_before_tags_reads_the_same_before_and_after_setup(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    graph = _graph(saver)
+    for thread in ("p", "q", "s"):
+        run = {**cfg(thread), "metadata": {"run_id": f"run-{thread}"}}
+        graph.invoke({"log": []}, run, durability="sync")
+    expected = _answers(saver)
+    checkpoints = len(expected[0])
+    _downgrade(store, saver.serde)
+    assert store.tagged("order") == []
+    before = _everything(store)
+    reader = SwarmStateSaver(store)
+    assert _answers(reader) == expected  # read by scanning the threads
+    assert _everything(store) == before, "a read writes nothing"
+    reader.setup()
+    # Every checkpoint carries its tags, with its bytes unchanged; the old rows are gone.
+    assert len(store.tagged("order")) == checkpoints
+    assert len(store.tagged("group")) == checkpoints
+    after = _everything(store)
+    assert {k: v for k, v in after.items() if k[0].startswith(keys.THREADS)} == {
+        k: v
+        for k, v in before.items()
+        if k[0].startswith(keys.THREADS) and keys.parse_scope(k[0]) is not None
+    }
+    for gone in (keys.INDEX, keys.ACTIVITY, keys.REGISTRY, keys.RUNS):
+        assert store.namespaces(gone) == []
+    assert _answers(SwarmStateSaver(store)) == expected
+    # The runs are found by their tags now.
+    SwarmStateSaver(store).delete_for_runs(["run-q"])
+    assert SwarmStateSaver(store).list_threads() == ["p", "s"]
+
+
+def test_the_first_put_of_a_saver_converts_a_store_of_the_release_before_tags(
     make_store: MakeStore,
 ) -> None:
     store = make_store()
@@ -188,19 +268,13 @@ def test_a_store_of_an_earlier_release_is_listed_by_scanning_until_written_then_
     graph = _graph(saver)
     for thread in ("p", "q"):
         graph.invoke({"log": []}, cfg(thread), durability="sync")
-    # What an earlier release left: no indexes, no marker.
-    for ns in (keys.INDEX, keys.ACTIVITY, keys.REGISTRY, keys.META):
-        store.delete_many([(ns, key) for key in store.keys(ns)])
-    for thread in ("p", "q"):
-        store.delete_many([(keys.periods(thread), key) for key in store.keys(keys.periods(thread))])
-    reader = SwarmStateSaver(store)
-    expected = _scanned(reader)
-    assert _listed(reader) == expected  # read without the index
-    assert store.keys(keys.INDEX) == [], "a read writes nothing"
-    assert reader.thread_count() == 2
-    _graph(reader).invoke({"log": []}, cfg("r"), durability="sync")  # the first put indexes
-    assert len(store.keys(keys.INDEX)) == len(expected) + 4
-    assert _listed(SwarmStateSaver(store)) == _scanned(reader)
+    _downgrade(store, saver.serde)
+    expected = _scanned(saver)
+    writer = SwarmStateSaver(store)
+    _graph(writer).invoke({"log": []}, cfg("r"), durability="sync")  # the first put converts
+    assert len(store.tagged("order")) == len(expected) + 4
+    assert store.namespaces(keys.INDEX) == []
+    assert _listed(SwarmStateSaver(store)) == _scanned(writer)
     assert SwarmStateSaver(store).recent_threads(limit=1)[0].thread_id == "r"
 
 
@@ -224,7 +298,7 @@ def test_delete_thread_is_one_transaction_that_leaves_nothing_of_the_thread(
             run = {**cfg(thread), "run_id": uuid.UUID(int=ord(thread) * 10 + turn)}
             graph.invoke({"log": []}, run, durability="sync")
     kept = [row for row in _listed(saver) if row[1] == "b"]
-    counts = {ns: store.count(ns) for ns in (keys.INDEX, keys.REGISTRY, keys.ACTIVITY)}
+    tagged = len(store.tagged("order"))
     calls: list[str] = []
     for name in ("set", "set_many", "delete", "delete_many", "delete_prefix", "write"):
         method = getattr(store, name)
@@ -239,10 +313,29 @@ def test_delete_thread_is_one_transaction_that_leaves_nothing_of_the_thread(
 
     assert calls == ["write"]  # the tombstone and every deletion, all or nothing
     assert store.namespaces(keys.thread_prefix("a")) == []
-    assert counts[keys.INDEX] > len(kept)
-    assert store.count(keys.INDEX) == len(kept)  # one index entry a checkpoint: b's alone
-    assert store.count(keys.REGISTRY) == counts[keys.REGISTRY] - 1
-    assert store.count(keys.ACTIVITY) < counts[keys.ACTIVITY]
+    assert tagged > len(kept)
+    assert len(store.tagged("order")) == len(kept)  # the tags went with a's checkpoints
     assert saver.list_threads() == ["b"]
     assert [row for row in _listed(saver) if row[1] == "b"] == kept
     assert [row for row in _listed(saver) if row[1] == "a"] == []
+
+
+def test_a_read_only_file_of_the_release_before_tags_is_read_by_scanning(tmp_path: Any) -> None:
+    from swarmstate.backends.disk import DiskStore
+
+    path = tmp_path / "old.db"
+    with DiskStore(path) as store:
+        saver = SwarmStateSaver(store)
+        graph = _graph(saver)
+        for thread in ("p", "q"):
+            graph.invoke({"log": []}, {**cfg(thread), "metadata": {"run_id": thread}})
+        expected = _answers(saver)
+        _downgrade(store, saver.serde)
+        before = _everything(store)
+    with DiskStore(path, readonly=True) as reader:
+        assert _answers(SwarmStateSaver(reader)) == expected
+        assert _everything(reader) == before
+    with DiskStore(path) as store:
+        assert _everything(store) == before, "the read-only reader wrote nothing"
+        SwarmStateSaver(store).setup()
+        assert _answers(SwarmStateSaver(store)) == expected

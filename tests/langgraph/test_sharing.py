@@ -382,7 +382,11 @@ def test_a_damaged_checkpoint_entry_raises_corrupt_data_naming_it(
     latest = saver.get_tuple(cfg("bad"))
     assert latest is not None
     key = keys.checkpoint_key(latest.checkpoint["id"])
-    saver.store.set_many([(keys.scope("bad", ""), key, damage)], raw=True)
+    # Damaged bytes in place: the row keeps its tags, as a damaged file's row would.
+    tags = swarmstate.Tags(order=key[:-1])
+    saver.store.write(
+        swarmstate.Transaction(sets=[(keys.scope("bad", ""), key, damage, tags)], raw=True)
+    )
     with pytest.raises(swarmstate.CorruptDataError, match=latest.checkpoint["id"]) as caught:
         SwarmStateSaver(saver.store).get_tuple(cfg("bad"))
     assert "'bad'" in str(caught.value)

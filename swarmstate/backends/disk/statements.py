@@ -143,7 +143,9 @@ PUT_IF_ABSENT_UNLESS: Final = {
 
 
 @functools.lru_cache(maxsize=128)
-def put_one_when(conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool) -> str:
+def put_one_when(
+    conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool, tagged: bool = False
+) -> str:
     """One row of a transaction (``store.write``) on its conditions, as one statement.
 
     ``conditions`` gives each condition's shape: ``("absent", _, _)`` and
@@ -158,10 +160,12 @@ def put_one_when(conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool
     inserted only where the key has no live value. changes() == 0 when
     nothing was written, for whatever reason: the write then takes the
     transaction (:func:`.writes.transaction`), which tells the reasons apart.
-    Made once per shape, when a write of that shape first runs.
+    ``tagged``: the row's tags are bound as ?5 (order) and ?6 (group), and
+    the conditions after them. Made once per shape, when a write of that
+    shape first runs.
     """
     broken = []
-    n = 4
+    n = 6 if tagged else 4
     for kind, has_start, has_stop in conditions:
         if kind == "empty":
             where = f"ns = ?{n + 1} AND ended IS NULL"
@@ -179,16 +183,20 @@ def put_one_when(conditions: tuple[tuple[str, bool, bool], ...], if_absent: bool
             )
             n += 2
             broken.append(("EXISTS" if kind == "absent" else "NOT EXISTS") + f" ({probe})")
+    tags = (
+        "excluded.tag_order, tag_group = excluded.tag_group" if tagged else "NULL, tag_group = NULL"
+    )
     conflict = (
         "DO NOTHING"
         if if_absent
         else "DO UPDATE SET size = excluded.size, value = excluded.value, "
-        f"tag_order = NULL, tag_group = NULL WHERE entries.id >= {_FLOOR}"
+        f"tag_order = {tags} WHERE entries.id >= {_FLOOR}"
     )
     ns = f"CASE WHEN {' OR '.join(broken)} THEN NULL ELSE ?1 END" if broken else "?1"
+    columns, values = (", tag_order, tag_group", ", ?5, ?6") if tagged else ("", "")
     return f"""
-INSERT OR IGNORE INTO entries (id, ns, key, size, value)
-VALUES ({_NEXT_ID}, {ns}, ?2, ?3, ?4)
+INSERT OR IGNORE INTO entries (id, ns, key, size, value{columns})
+VALUES ({_NEXT_ID}, {ns}, ?2, ?3, ?4{values})
 ON CONFLICT (ns, key) WHERE ended IS NULL
 {conflict}
 """

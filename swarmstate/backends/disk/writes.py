@@ -142,7 +142,8 @@ def one_row(db: Connections, txn: Checked) -> int:
     0 when the transaction has another shape (deletes, several rows, a
     :class:`~swarmstate.Holds` condition, more than
     :data:`.statements.PUT_ONE_WHEN_MAX` conditions) or the statement wrote
-    nothing: the caller then runs :func:`transaction`.
+    nothing: the caller then runs :func:`transaction`. The row's tags, if
+    any, are written in the same statement.
     """
     conditions = txn.conditions
     if (
@@ -150,12 +151,13 @@ def one_row(db: Connections, txn: Checked) -> int:
         or txn.deletes
         or txn.prefixes
         or txn.tag_deletes
-        or txn.tags is not None
         or len(conditions) > statements.PUT_ONE_WHEN_MAX
     ):
         return 0
     (ns, key), data = txn.rows[0]
     bound: list[object] = [ns, key, len(data), data]
+    if txn.tags is not None:
+        bound += txn.tags[0]
     shape: list[tuple[str, bool, bool]] = []
     for condition in conditions:
         kind = type(condition)
@@ -174,7 +176,7 @@ def one_row(db: Connections, txn: Checked) -> int:
             bound += (condition.namespace, condition.key)
         else:
             return 0
-    statement = statements.put_one_when(tuple(shape), txn.if_absent)
+    statement = statements.put_one_when(tuple(shape), txn.if_absent, txn.tags is not None)
     return 1 if db.one_statement(statement, tuple(bound)) else 0
 
 

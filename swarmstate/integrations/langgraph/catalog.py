@@ -1,129 +1,155 @@
-"""The store-wide indexes of the checkpointer: what one ordered range answers across threads.
+"""Questions across threads, answered from the tags of the checkpoint entries themselves.
 
-Questions about the whole store cost the answer, not the number of threads:
+Every checkpoint entry carries two tags, kept by the store on the entry's
+own row (:class:`~swarmstate.Tags`): ``order``, ``O(checkpoint id)``, and,
+when its metadata names a run, ``group``, the run's tag (:func:`run_tag`).
+So a put writes no row beside its checkpoint, and:
 
-* the *checkpoint index* lists every checkpoint by id, then thread and
-  namespace: ``list(None, before=..., limit=k)`` is one reverse range of
-  ``k`` entries (and a filter reads entries until ``k`` match);
-* the *activity index* holds, per thread, the periods (about 27 seconds
-  each) it was written in:
-  threads idle since a moment are the entries before it (a retention sweep
-  reads what it expires plus the stale entries it then deletes, each once),
-  and threads by last activity are the newest entries;
-* the *registry* holds every thread once: counting threads is counting a
-  namespace, listing them one range.
+* ``list(None, before=..., limit=k)`` is one reverse range of the order
+  index (:func:`latest`);
+* threads by last activity walk the order index newest first, keeping each
+  thread's first checkpoint met (:func:`threads_by_activity`): the cost is the
+  checkpoints newer than the last thread returned;
+* idle threads: a retention sweep walks the order index oldest first from the
+  mark the previous sweep left (:func:`sweep_start`) up to the cutoff's id;
+  every live thread's newest checkpoint is past the mark, so each checkpoint is
+  walked once over all sweeps. An operation that makes a thread's newest
+  checkpoint an older one (``delete_for_runs``) moves the mark back to it
+  (:func:`reconsider`);
+* a run's checkpoints are one exact range of the group index
+  (:func:`run_checkpoints`);
+* the threads themselves are the thread namespaces (counting them is rare).
 
-A put writes its checkpoint's index entry in its own atomic batch and
-ensures the thread's registry entry and its activity entry for the period
-(a lookup each, once they exist; only when a namespace starts or the period
-moved on since the parent). Deleting checkpoints deletes their index
-entries; deleting a thread deletes its registry and activity entries (it
-keeps a record of its periods for that). The invariant: a thread with
-checkpoints has its registry entry and the activity entry of its newest
-checkpoint's period, and none newer; a rare call that deletes some of a
-thread's checkpoints (``delete_for_runs``) restores it (:func:`settle`).
+LangGraph's checkpoint ids are UUIDv6, time first, so id order is time order.
+Ids of other shapes sort by their text, wherever that puts them in time.
 
-Stores written before these indexes existed are indexed once, by the first
-put of a saver on them (:func:`ensure_indexed`): one pass over the threads.
-Until then (a store only read, or read-only) the queries scan the threads,
-as they did before; a read never writes.
+Stores written before tags (index, activity, registry and run rows beside the
+checkpoints) are converted once (:func:`convert`, run by ``setup()`` and by
+a saver's first put); until then readers scan the thread namespaces, as
+before, and a read never writes. The invariant: once the store is marked
+converted (:func:`converted`), every checkpoint entry carries its tags.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any, Final
 
 from swarmstate._base import BaseStore
-from swarmstate._codec import dumps
+from swarmstate._checks import MAX_TAG_BYTES, Absent, Condition, Holds, Tags, Transaction
+from swarmstate._codec import dumps, loads
+from swarmstate._errors import ConflictError
 from swarmstate.integrations.langgraph import keys
 
 __all__ = [
-    "activity_entries",
-    "ensure_indexed",
-    "index_entry",
-    "indexed",
+    "ORDER_BYTES",
+    "checkpoint_tags",
+    "convert",
+    "converted",
+    "cutoff_id",
     "latest",
-    "made_period",
-    "newest_period",
-    "period_of",
-    "settle",
-    "start_indexing",
+    "newest_checkpoint",
+    "order_too_long",
+    "reconsider",
+    "run_checkpoints",
+    "run_range",
+    "run_tag",
+    "start_converting",
+    "sweep_start",
     "thread_count",
+    "threads",
     "threads_by_activity",
 ]
 
-NIL = dumps(None)
 _PAGE = 256
-_INDEXED = "indexes"
+_TAGS = "tags"
+"""The META row saying every checkpoint entry carries its tags."""
 _VERSION = 1
-
-
+_SWEEP = "sweep"
+"""The META row of the idle sweep's mark: the order value the next sweep starts at."""
+_OLD_INDEXES = "indexes"
+"""The META row of the release before tags (its store-wide index rows were complete)."""
+ORDER_BYTES: Final = MAX_TAG_BYTES
+"""The most UTF-8 bytes ``O(checkpoint id)`` may take (a tag value's limit)."""
+_RUN_FIELD_BYTES = 256
 _GREGORIAN_TO_UNIX = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
-PERIOD_SECONDS = (1 << 28) / 1e7
-"""The activity index's time step: 2**28 ticks of 100 ns, about 26.8 seconds."""
 
 
-def period_of(checkpoint_id: str) -> str:
-    """The activity period of a checkpoint, as 8 hex digits that sort by time.
+def run_tag(run_id: str) -> str:
+    """The group tag of a run's checkpoints: ``F(run_id)``, or a digest of a long or odd id.
 
-    LangGraph's checkpoint ids are UUIDv6, whose first 8 hex digits are the top
-    32 bits of the time they were made: that prefix is the period, read with
-    no parsing (a put compares its id's with its parent's). Other ids get the
-    period of the moment they are written.
+    ``F(run_id)`` when its UTF-8 takes at most 256 bytes and it holds no NUL
+    (so ``tag + "\\x01"`` bounds it exactly); else ``#`` and the SHA-256 of
+    the id, which no field starts with.
     """
-    made = made_period(checkpoint_id)
-    if made is not None:
-        return made
-    ticks = int(time.time() * 1e7) + _GREGORIAN_TO_UNIX
-    return f"{(ticks >> 28) & 0xFFFFFFFF:08x}"
+    if "\x00" not in run_id:
+        try:
+            size = len(run_id.encode())
+        except UnicodeEncodeError:  # a lone surrogate: no tag can hold it
+            size = _RUN_FIELD_BYTES + 1
+        if size <= _RUN_FIELD_BYTES:
+            return keys.field(run_id)
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return "#" + digest
 
 
-def period_seconds(period: str) -> float:
-    """The moment (epoch seconds) a period starts."""
-    return ((int(period, 16) << 28) - _GREGORIAN_TO_UNIX) / 1e7
+def order_too_long(order: str) -> bool:
+    """Whether an ``O(checkpoint id)`` is over the tag limit (:data:`ORDER_BYTES`)."""
+    return len(order) * 4 > ORDER_BYTES and len(order.encode("utf-8", "surrogatepass")) > (
+        ORDER_BYTES
+    )
 
 
-def period_at(moment: float) -> str:
-    """The period a moment (epoch seconds) falls in."""
-    ticks = max(0, int(moment * 1e7) + _GREGORIAN_TO_UNIX)
-    return f"{min(ticks >> 28, 0xFFFFFFFF):08x}"
+def checkpoint_tags(order: str, run_id: object) -> Tags:
+    """The tags of a checkpoint entry: its ``O(id)``, and its run's tag when it names one."""
+    return Tags(order=order, group=run_tag(run_id) if type(run_id) is str else None)
 
 
-def index_entry(checkpoint_id: str, thread_id: str, checkpoint_ns: str) -> tuple[str, str, bytes]:
-    """The checkpoint index entry a put writes."""
-    return (keys.INDEX, keys.index_key(checkpoint_id, thread_id, checkpoint_ns), NIL)
-
-
-def activity_entries(thread_id: str, period: str) -> list[tuple[str, str, bytes]]:
-    """The entries a put ensures when a thread namespace starts or its period moves on.
-
-    The thread's own record of its periods is the way back to its activity
-    entries when it is deleted.
-    """
-    return [
-        (keys.ACTIVITY, keys.activity_key(period, thread_id), NIL),
-        (keys.periods(thread_id), period, NIL),
-        (keys.REGISTRY, keys.field(thread_id), NIL),
-    ]
+def _parse(namespace: str, key: str) -> tuple[str, str, str] | None:
+    """``(checkpoint_id, thread_id, checkpoint_ns)`` of a tagged checkpoint entry, else None."""
+    scope = keys.parse_scope(namespace)
+    if scope is None or not key or key[-1] != keys.CHECKPOINT:
+        return None
+    return keys.checkpoint_id_of(key), scope[0], scope[1]
 
 
 def latest(store: BaseStore, before: str | None) -> Iterator[tuple[str, str, str]]:
     """``(checkpoint_id, thread_id, checkpoint_ns)`` of every checkpoint, newest first.
 
-    ``before``: only ids that sort before it. Read a page at a time.
+    ``before``: only ids that sort before it. Read a page at a time from the
+    order index; ties (a copied thread's checkpoints) by namespace, then key.
     """
     stop = keys.ordered(before) if before is not None else None
+    over = None
+    if stop is not None and order_too_long(stop):
+        over, stop = stop, None  # no id that long is tagged: read from the top, skip to it
     page = 16
+    done: set[tuple[str, str]] = set()
     while True:
-        key_names = store.keys(keys.INDEX, stop=stop, reverse=True, limit=page)
-        for key in key_names:
-            yield keys.parse_index_key(key)
-        if len(key_names) < page:
+        found = store.tagged("order", stop=stop, reverse=True, limit=page)
+        for value, namespace, key in found:
+            if (namespace, key) in done or (over is not None and value >= over):
+                continue
+            parsed = _parse(namespace, key)
+            if parsed is not None:
+                yield parsed
+        if len(found) < page:
             return
-        stop = key_names[-1]
+        # The next page ends at the last value, included: its ties were met, or are next.
+        last = found[-1][0]
+        done = {(ns, key) for value, ns, key in found if value == last}
+        stop = _after(last)
         page = min(page * 4, _PAGE)
+
+
+def _after(value: str) -> str:
+    """The least bound above ``value`` and below every greater order value.
+
+    Order values (``O(id)``) are prefix-free and hold no NUL, so nothing lies
+    between ``value`` and ``value + "\x01"`` (and no NUL goes to a server).
+    """
+    return value + "\x01"
 
 
 def threads_by_activity(
@@ -131,90 +157,47 @@ def threads_by_activity(
 ) -> list[tuple[str, str]]:
     """``(thread_id, newest checkpoint id)``, the thread written most recently first.
 
-    A page: ``offset`` threads skipped, at most ``limit`` returned. The
-    activity entries are read newest first, period by period; a thread
-    ranks by the newest period it was written in (where its newest
-    checkpoint is), then by that checkpoint. The threads of a period are
-    all taken, each with its newest checkpoint, while the page has room for
-    them; in the period that fills it, the newest are found from the
-    checkpoint index over that period only, so a burst of thousands of
-    threads in one period costs the page, not the burst.
+    A page: ``offset`` threads skipped, at most ``limit`` returned. Ranked by
+    the newest checkpoint id, then thread id, both descending: the order
+    index read newest first, the first checkpoint met of a thread being its
+    newest (over its namespaces).
     """
     wanted = None if limit is None else offset + limit
     chosen: list[tuple[str, str]] = []
-    seen: set[str] = set()  # threads of newer periods
-    period: str | None = None
-    group: list[str] = []  # threads of ``period`` not in ``seen``
-
-    def settle() -> None:
-        ranked = [(t, newest) for t in group if (newest := newest_checkpoint(store, t))]
-        ranked.sort(key=lambda item: (item[1], item[0]), reverse=True)
-        chosen.extend(ranked)
-        seen.update(group)
-        group.clear()
-
+    seen: set[str] = set()
+    group: list[tuple[str, str]] = []  # the threads first met at the current value
+    value: str | None = None
     stop: str | None = None
+    done: set[tuple[str, str]] = set()
+    page = 64
     while wanted is None or len(chosen) < wanted:
-        key_names = store.keys(keys.ACTIVITY, stop=stop, reverse=True, limit=_PAGE)
-        for key in key_names:
-            at, thread_id = keys.parse_activity_key(key)
-            if at != period:
-                settle()
-                period = at
+        found = store.tagged("order", stop=stop, reverse=True, limit=page)
+        for tag_value, namespace, key in found:
+            if (namespace, key) in done:
+                continue
+            if tag_value != value:
+                group.sort(reverse=True)
+                chosen.extend((t, c) for c, t in group)
+                group = []
+                value = tag_value
                 if wanted is not None and len(chosen) >= wanted:
                     break
-            if thread_id in seen or thread_id in group:
+            parsed = _parse(namespace, key)
+            if parsed is None or parsed[1] in seen:
                 continue
-            group.append(thread_id)
-            if wanted is not None and len(chosen) + len(group) > wanted:
-                # The period that fills the page: its newest threads, from the index.
-                group.clear()
-                chosen.extend(_newest_in_period(store, at, seen, wanted - len(chosen)))
-                return chosen[offset:wanted]
+            seen.add(parsed[1])
+            group.append((parsed[0], parsed[1]))
         else:
-            if len(key_names) == _PAGE:
-                stop = key_names[-1]
+            if len(found) == page:
+                last = found[-1][0]
+                done = {(ns, key) for v, ns, key in found if v == last}
+                stop = _after(last)
+                page = min(page * 4, _PAGE * 4)
                 continue
-            settle()
         break
+    group.sort(reverse=True)
+    chosen.extend((t, c) for c, t in group)
     return chosen[offset:wanted]
-
-
-def _newest_in_period(
-    store: BaseStore, period: str, newer: set[str], need: int
-) -> list[tuple[str, str]]:
-    """The ``need`` threads not in ``newer`` with the newest checkpoints of ``period``.
-
-    Read from the checkpoint index over the period, newest first: the first
-    checkpoint met of a thread is its newest (a thread written later is in
-    ``newer``). Threads whose ids are not LangGraph's are not in the index
-    by period: when it runs out first, the period's activity entries are
-    read and those threads looked up in their own namespaces.
-    """
-    found: dict[str, str] = {}
-    stop: str | None = period + "\U0010ffff"
-    while len(found) < need:
-        key_names = store.keys(keys.INDEX, start=period, stop=stop, reverse=True, limit=_PAGE)
-        for key in key_names:
-            checkpoint_id, thread_id, _ = keys.parse_index_key(key)
-            if thread_id not in newer and thread_id not in found:
-                found[thread_id] = checkpoint_id
-                if len(found) == need:
-                    break
-        if len(key_names) < _PAGE:
-            break
-        stop = key_names[-1]
-    if len(found) < need:
-        others = [
-            thread_id
-            for key in store.keys(keys.ACTIVITY, start=period, stop=period + "\U0010ffff")
-            if (thread_id := keys.parse_activity_key(key)[1]) not in newer
-            and thread_id not in found
-        ]
-        rest = [(t, newest) for t in others if (newest := newest_checkpoint(store, t))]
-        rest.sort(key=lambda item: (item[1], item[0]), reverse=True)
-        found.update(rest[: need - len(found)])
-    return sorted(found.items(), key=lambda item: (item[1], item[0]), reverse=True)
 
 
 def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
@@ -230,138 +213,235 @@ def newest_checkpoint(store: BaseStore, thread_id: str) -> str | None:
     return newest
 
 
-def newest_period(store: BaseStore, thread_id: str) -> str | None:
-    """The newest activity period a thread records, or None."""
-    found = store.keys(keys.periods(thread_id), reverse=True, limit=1)
-    return found[0] if found else None
-
-
-def made_period(checkpoint_id: str) -> str | None:
-    """The period a LangGraph (UUIDv6) checkpoint id was made in; None for other ids."""
-    if len(checkpoint_id) == 36 and checkpoint_id[14] == "6" and checkpoint_id[8] == "-":
-        return checkpoint_id[:8].lower()
-    return None
-
-
-def settle(store: BaseStore, thread_id: str) -> None:
-    """Make a thread's registry and activity entries say what it holds, after some of its
-    checkpoints were deleted (not the whole thread: :func:`forgotten` is for that).
-
-    A thread left with no checkpoint leaves the registry and the activity
-    index; one whose newest checkpoint went ranks by the newest it has left
-    (when LangGraph made its id: the period of another id is not known, and
-    its entries stay). A put landing meanwhile is seen by the look taken
-    after the deletions, and its entries are ensured again.
-    """
-    for _ in range(8):
-        newest = newest_checkpoint(store, thread_id)
-        period = None if newest is None else made_period(newest)
-        if newest is not None and period is None:
-            return
-        recorded = store.keys(keys.periods(thread_id))
-        doomed = [p for p in recorded if period is None or p > period]
-        pairs = [(keys.ACTIVITY, keys.activity_key(p, thread_id)) for p in doomed]
-        pairs += [(keys.periods(thread_id), p) for p in doomed]
-        if newest is None:
-            pairs.append((keys.REGISTRY, keys.field(thread_id)))
-        for start in range(0, len(pairs), _PAGE):
-            store.delete_many(pairs[start : start + _PAGE])
-        if period is not None:
-            store.set_many([], ensure=activity_entries(thread_id, period), raw=True)
-        if newest_checkpoint(store, thread_id) == newest:
-            return
+def threads(store: BaseStore) -> list[str]:
+    """Every thread id with a checkpoint namespace in the store, sorted."""
+    return sorted(_threads(store))
 
 
 def thread_count(store: BaseStore) -> int:
     """How many threads have checkpoints."""
-    return store.count(keys.REGISTRY)
+    return len(_threads(store))
 
 
-def idle_entries(store: BaseStore, cutoff: str, limit: int) -> list[tuple[str, str]]:
-    """Up to ``limit`` activity entries ``(period, thread)`` of periods up to ``cutoff``,
-    oldest first."""
-    stop = cutoff + "\U0010ffff"
-    return [
-        keys.parse_activity_key(key) for key in store.keys(keys.ACTIVITY, stop=stop, limit=limit)
-    ]
+def _threads(store: BaseStore) -> list[str]:
+    """The threads with a checkpoint namespace, in namespace order.
 
-
-def thread_entries(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
-    """The checkpoint index entries of one thread's checkpoints, from its namespaces."""
-    pairs = []
-    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
-        scope = keys.parse_scope(namespace)
-        if scope is None:
-            continue
-        for key in store.keys(namespace):
-            if key[-1] == keys.CHECKPOINT:
-                pairs.append((keys.INDEX, keys.index_key(keys.checkpoint_id_of(key), *scope)))
-    return pairs
-
-
-def thread_activity(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
-    """The activity entries of one thread, from its record of its periods."""
-    return [
-        (keys.ACTIVITY, keys.activity_key(p, thread_id))
-        for p in store.keys(keys.periods(thread_id))
-    ]
-
-
-def forgotten(thread_id: str, index: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """What deleting a thread deletes from the store-wide indexes: its registry entry and
-    ``index`` (its checkpoints' and activity entries, read before its namespaces go)."""
-    return [(keys.REGISTRY, keys.field(thread_id)), *index]
-
-
-def indexed(store: BaseStore) -> bool:
-    """Whether the store's indexes hold every checkpoint and thread (its marker says so)."""
-    return bool(store.get_many([(keys.META, _INDEXED)])[0] == _VERSION)
-
-
-def start_indexing(store: BaseStore) -> list[tuple[str, str, Any]]:
-    """What a saver's first put adds to its batch so that the store is (and is marked) indexed.
-
-    A store without the marker and without threads needs only the marker, in
-    that batch; one with threads of an earlier release is indexed first.
+    A thread's namespaces are adjacent (its prefix is prefix-free), so one
+    is parsed a thread; a namespace that cannot be a checkpoint namespace
+    (not ending in ``c``) is not parsed at all.
     """
-    if indexed(store):
+    found: list[str] = []
+    prefix = None
+    for namespace in store.namespaces(keys.THREADS):
+        if namespace[-1] != keys.CHECKPOINTS or (prefix and namespace.startswith(prefix)):
+            continue
+        scope = keys.parse_scope(namespace)
+        if scope is not None:
+            found.append(scope[0])
+            prefix = keys.thread_prefix(scope[0])
+    return found
+
+
+def run_range(run_id: str) -> tuple[str, str]:
+    """``(start, stop)`` of the group tag values of one run's checkpoints: exactly its tag.
+
+    A run's tag holds no NUL, so nothing lies between it and ``tag + "\x01"``.
+    """
+    tag = run_tag(run_id)
+    return tag, tag + "\x01"
+
+
+def run_checkpoints(store: BaseStore, run_id: str) -> list[tuple[str, str]]:
+    """``(namespace, key)`` of every checkpoint entry whose metadata names ``run_id``."""
+    start, stop = run_range(run_id)
+    return [(ns, key) for _, ns, key in store.tagged("group", start=start, stop=stop)]
+
+
+# -- the idle sweep's walk ---------------------------------------------------------
+
+
+def cutoff_id(moment: float) -> str:
+    """The smallest UUIDv6 text made at ``moment`` (epoch seconds): ids before it are older."""
+    ticks = min(max(0, int(moment * 1e7) + _GREGORIAN_TO_UNIX), (1 << 60) - 1)
+    high, mid, low = ticks >> 28, (ticks >> 12) & 0xFFFF, ticks & 0xFFF
+    return f"{high:08x}-{mid:04x}-6{low:03x}-0000-000000000000"
+
+
+def sweep_start(store: BaseStore) -> tuple[str | None, bytes | None]:
+    """The order value the next idle sweep starts at (None: the oldest), with its stored bytes."""
+    stored = store.get_many([(keys.META, _SWEEP)], raw=True)[0]
+    start = loads(stored) if stored is not None else None
+    return (start if type(start) is str else None), stored
+
+
+def walk(
+    store: BaseStore, start: str | None, stop: str, limit: int
+) -> tuple[list[tuple[str, str]], str | None]:
+    """``(thread, newest id met)`` met walking the order index from ``start`` up to ``stop``,
+    at most about ``limit`` checkpoints (the last value's ties included), and where the next
+    walk starts (None: nothing was walked)."""
+    found = store.tagged("order", start=start, stop=stop, limit=limit)
+    if len(found) == limit and found:
+        last = found[-1][0]
+        found += [
+            row for row in store.tagged("order", start=last, stop=_after(last)) if row not in found
+        ]
+    met: dict[str, str] = {}
+    for _, namespace, key in found:
+        parsed = _parse(namespace, key)
+        if parsed is not None:
+            met[parsed[1]] = parsed[0]
+    return list(met.items()), (_after(found[-1][0]) if found else None)
+
+
+def advance(store: BaseStore, stored: bytes | None, start: str) -> bytes | None:
+    """Move the sweep's mark to ``start``, unless another sweep or :func:`reconsider` moved it
+    meanwhile (the mark never skips what they asked for).
+
+    Returns the mark's stored bytes now, or None when it was moved meanwhile.
+    """
+    condition: Condition = (
+        Absent(keys.META, _SWEEP) if stored is None else Holds(keys.META, _SWEEP, stored)
+    )
+    data = dumps(start)
+    try:
+        store.write(Transaction(conditions=[condition], sets=[(keys.META, _SWEEP, data)], raw=True))
+    except ConflictError:
+        return None  # the next sweep walks again from where the other writer left it
+    return data
+
+
+def walked_all(store: BaseStore, start: str, stop: str) -> bool:
+    """Whether no checkpoint's order is in ``[start, stop)``."""
+    return not store.tagged("order", start=start, stop=stop, limit=1)
+
+
+def reconsider(store: BaseStore, thread_id: str) -> None:
+    """Move the idle sweep's mark back to a thread's newest checkpoint when it is behind it.
+
+    For an operation that removed a thread's newest checkpoints: the sweep
+    must meet the one the thread has left.
+    """
+    newest = newest_checkpoint(store, thread_id)
+    if newest is None:
+        return
+    order = keys.ordered(newest)
+    for _ in range(8):
+        start, stored = sweep_start(store)
+        if start is None or start <= order:
+            return
+        try:
+            store.write(
+                Transaction(
+                    conditions=[Holds(keys.META, _SWEEP, stored or b"")],
+                    sets=[(keys.META, _SWEEP, order)],
+                )
+            )
+            return
+        except ConflictError:
+            continue
+
+
+# -- stores written before tags -----------------------------------------------------
+
+
+def converted(store: BaseStore) -> bool:
+    """Whether every checkpoint entry of the store carries its tags (its marker says so)."""
+    return bool(store.get_many([(keys.META, _TAGS)])[0] == _VERSION)
+
+
+def start_converting(
+    store: BaseStore, run_id_of: Callable[[bytes], Any]
+) -> list[tuple[str, str, bytes]]:
+    """What a saver's first put adds to its transaction so that the store is (and is marked)
+    converted: the marker alone for a store with no thread yet, else nothing (the store is
+    converted first)."""
+    if converted(store):
         return []
     if not store.namespaces(keys.THREADS):
-        return [(keys.META, _INDEXED, dumps(_VERSION))]
-    ensure_indexed(store)
+        return [(keys.META, _TAGS, dumps(_VERSION))]
+    convert(store, run_id_of)
     return []
 
 
-def ensure_indexed(store: BaseStore) -> None:
-    """Index the checkpoints of a store written before the indexes existed, then mark it.
+def convert(store: BaseStore, run_id_of: Callable[[bytes], Any]) -> None:
+    """Tag every checkpoint entry of a store written before tags, drop the old rows, mark it.
 
-    One pass over the threads, run by the first put of a saver on a store
-    without the marker (and by ``setup()``); every put since writes its own
-    entries, so once marked a store stays complete.
+    ``run_id_of(stored bytes)``: the run id an entry names. Entries are set
+    again with the same bytes and their tags, a batch per transaction, each
+    on the condition that they still hold those bytes (an entry deleted or
+    rewritten meanwhile is read again). Then, in one transaction, the rows
+    the earlier release wrote beside its checkpoints (checkpoint index,
+    activity, registry, periods, run index, types) go and the store is marked.
     """
-    if indexed(store):
+    if converted(store):
         return
-    rows: list[tuple[str, str, Any]] = []
-    threads: dict[str, str] = {}
+    old: list[str] = []
     for namespace in store.namespaces(keys.THREADS):
-        scope = keys.parse_scope(namespace)
-        if scope is None:
-            continue
-        thread_id, checkpoint_ns = scope
-        for key in store.keys(namespace):
-            if key[-1] != keys.CHECKPOINT:
-                continue
-            checkpoint_id = keys.checkpoint_id_of(key)
-            rows.append(index_entry(checkpoint_id, thread_id, checkpoint_ns))
-            period = period_of(checkpoint_id)
-            if period > threads.get(thread_id, ""):
-                threads[thread_id] = period
-            if len(rows) >= _PAGE:
-                store.set_many(rows, raw=True)
-                rows = []
-    if rows:
-        store.set_many(rows, raw=True)
-    ensure = [entry for t, p in threads.items() for entry in activity_entries(t, p)]
-    for start in range(0, len(ensure), _PAGE):
-        store.set_many([], ensure=ensure[start : start + _PAGE], raw=True)
-    store.set(keys.META, _INDEXED, _VERSION)
+        if keys.parse_scope(namespace) is not None:
+            _tag_namespace(store, namespace, run_id_of)
+        elif keys.parse_runs_seen(namespace) is not None or _is_periods(namespace):
+            old.append(namespace)
+    for prefix in (keys.INDEX, keys.ACTIVITY, keys.REGISTRY, keys.RUNS, keys.TYPES):
+        if store.namespaces(prefix):
+            old.append(prefix)
+    store.write(
+        Transaction(
+            sets=[(keys.META, _TAGS, _VERSION)],
+            deletes=[(keys.META, _OLD_INDEXES)],
+            prefix_deletes=old,
+        )
+    )
+
+
+def _is_periods(namespace: str) -> bool:
+    """Whether a namespace is a thread's record of its activity periods (an earlier release's)."""
+    try:
+        _, pos = keys.read_field(namespace, len(keys.THREADS))
+    except (ValueError, IndexError):
+        return False
+    return namespace[pos:] == keys.PERIODS
+
+
+def _tag_namespace(store: BaseStore, namespace: str, run_id_of: Callable[[bytes], Any]) -> None:
+    start: str | None = None
+    while True:
+        # ``start`` is inclusive: a page after the first begins with the last key seen.
+        rows = store.items(namespace, start=start, limit=_PAGE + (start is not None), raw=True)
+        if start is not None and rows and rows[0][0] == start:
+            rows = rows[1:]
+        batch = [(key, data) for key, data in rows if key[-1] == keys.CHECKPOINT]
+        while batch:
+            try:
+                store.write(
+                    Transaction(
+                        conditions=[Holds(namespace, key, data) for key, data in batch],
+                        sets=[
+                            (namespace, key, data, _tags_of(key, data, run_id_of))
+                            for key, data in batch
+                        ],
+                        raw=True,
+                    )
+                )
+                break
+            except ConflictError:  # changed meanwhile: tag what is there now
+                found = store.get_many([(namespace, key) for key, _ in batch], raw=True)
+                batch = [
+                    (key, data)
+                    for (key, _), data in zip(batch, found, strict=True)
+                    if data is not None
+                ]
+        if len(rows) < _PAGE:
+            return
+        start = rows[-1][0]
+
+
+def _tags_of(key: str, data: bytes, run_id_of: Callable[[bytes], Any]) -> Tags:
+    """The tags of a stored checkpoint entry: from its key and the run id it names."""
+    order = key[:-1]
+    try:
+        run_id = run_id_of(data)
+    except Exception:  # a damaged entry: tagged by its key alone, reads say what is wrong
+        run_id = None
+    tags = checkpoint_tags(order, run_id)
+    return Tags(group=tags.group) if order_too_long(order) else tags

@@ -5,8 +5,9 @@ outside the thread's own namespaces (so deleting the thread keeps it):
 ``{"token": n, "until": t, "deleted": t}``.
 
 * Every checkpoint write (``put``, ``put_writes``) carries the condition
-  "the thread has no guard" (``set_many(require=...)``), so a thread never
-  claimed nor deleted pays one lookup inside its own write transaction.
+  "the thread has no guard" (an :class:`~swarmstate.Absent` condition of its
+  one ``store.write``), so a thread never claimed nor deleted pays one lookup
+  inside its own write transaction.
 * When the thread has a guard, the write reads it, decides, and writes with
   the condition "the guard is still these bytes" (compare-and-set: a claim
   or a deletion landing in between makes it read and decide again):
@@ -37,11 +38,11 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, PRESENT, Absent, Holds, Transaction
+from swarmstate._checks import ABSENT, Absent, Condition, Holds, Present, Tags, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import (
     ConflictError,
@@ -104,6 +105,8 @@ class Guards:
         # Threads last seen with a guard: their writes read it first instead of
         # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
         self._guarded: set[str] = set()
+        # The condition "the thread has no guard", per thread (immutable, so kept).
+        self._unguarded: dict[str, Absent] = {}
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         key = keys.field(thread_id)
@@ -119,18 +122,18 @@ class Guards:
         thread_id: str,
         fence: int | None,
         built_on: list[tuple[str, str]],
-        items: Iterable[tuple[str, str, Any]],
+        items: Sequence[tuple[str, str, Any] | tuple[str, str, Any, Tags]],
         *,
-        ensure: Iterable[tuple[str, str, Any]] = (),
         raw: bool = False,
         if_absent: bool = False,
         lenders: Iterable[tuple[str, str]] = (),
         made: str | None = None,
     ) -> None:
-        """``store.set_many(items, ...)`` with the conditions the thread's guard asks for.
+        """One ``store.write`` of ``items`` with the conditions the thread's guard asks for.
 
-        ``built_on`` are the ``(namespace, checkpoint id)`` the write builds
-        on: a put's parent, the checkpoint of pending writes, and the
+        ``items`` are the transaction's sets (a 4th element gives an entry's
+        tags). ``built_on`` are the ``(namespace, checkpoint id)`` the write
+        builds on: a put's parent, the checkpoint of pending writes, and the
         checkpoints of the enclosing namespaces a subgraph runs under
         (``checkpoint_map``). ``lenders`` are entries ``(namespace, key)``
         whose chunks the written forms reference: they must exist when the
@@ -143,23 +146,27 @@ class Guards:
                 builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
         """
-        key = keys.field(thread_id)
-        lent = [(ns, k, PRESENT) for ns, k in lenders]
+        unguarded = self._unguarded.get(thread_id)
+        if unguarded is None:
+            if len(self._unguarded) > _HINTS:
+                self._unguarded.clear()
+            unguarded = self._unguarded[thread_id] = Absent(GUARDS, keys.field(thread_id))
+        key = unguarded.key
+        lent: list[Condition] = [Present(ns, k) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
-                self.store.set_many(
-                    items,
-                    ensure=ensure,
-                    raw=raw,
-                    if_absent=if_absent,
-                    require=[(GUARDS, key, ABSENT), *lent],
+                self.store.write(
+                    Transaction(
+                        conditions=[unguarded, *lent] if lent else [unguarded],
+                        sets=items,
+                        raw=raw,
+                        if_absent=if_absent,
+                    )
                 )
                 return
             except ConflictError:
                 pass  # the thread has a guard (or just got one), or a lender is gone
-        self._write_guarded(
-            thread_id, key, fence, built_on, items, ensure, raw, if_absent, lent, made
-        )
+        self._write_guarded(thread_id, key, fence, built_on, items, raw, if_absent, lent, made)
 
     def _write_guarded(
         self,
@@ -167,27 +174,26 @@ class Guards:
         key: str,
         fence: int | None,
         built_on: list[tuple[str, str]],
-        items: Iterable[tuple[str, str, Any]],
-        ensure: Iterable[tuple[str, str, Any]],
+        items: Sequence[tuple[str, str, Any] | tuple[str, str, Any, Tags]],
         raw: bool,
         if_absent: bool,
-        lent: list[tuple[str, str, Any]],
+        lent: list[Condition],
         made: str | None,
     ) -> None:
         """:meth:`write` once a condition failed: read the guard, decide, write."""
-        set_many = self.store.set_many
+        write = self.store.write
         for _ in range(_ATTEMPTS):
             stored, guard = self._read(thread_id)
             if stored is None:
                 self._guarded.discard(thread_id)
             elif len(self._guarded) < _HINTS:
                 self._guarded.add(thread_id)
-            tombstone: list[tuple[str, str, Any]] = []
+            tombstone: list[Condition] = []
             if stored is None:
-                require: list[tuple[str, str, Any]] = [(GUARDS, key, ABSENT)]
+                require: Condition = Absent(GUARDS, key)
             else:
                 self._admit(thread_id, guard, fence)
-                require = [(GUARDS, key, stored)]
+                require = Holds(GUARDS, key, stored)
                 deleted = guard.get("deleted")
                 if deleted is not None:
                     written_at = made_at(made) if made is not None else None
@@ -202,16 +208,15 @@ class Guards:
                     for namespace, checkpoint_id in built_on:
                         built_at = made_at(checkpoint_id)
                         if built_at is None or built_at <= float(deleted):
-                            tombstone.append(
-                                (namespace, keys.checkpoint_key(checkpoint_id), PRESENT)
-                            )
+                            tombstone.append(Present(namespace, keys.checkpoint_key(checkpoint_id)))
             try:
-                set_many(
-                    items,
-                    ensure=ensure,
-                    raw=raw,
-                    if_absent=if_absent,
-                    require=[*require, *tombstone, *lent],
+                write(
+                    Transaction(
+                        conditions=[require, *tombstone, *lent],
+                        sets=items,
+                        raw=raw,
+                        if_absent=if_absent,
+                    )
                 )
                 return
             except ConflictError:
@@ -230,8 +235,9 @@ class Guards:
             f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
         )
 
-    def _present(self, conditions: list[tuple[str, str, Any]]) -> list[bool]:
-        found = self.store.get_many([(ns, key) for ns, key, _ in conditions], raw=True)
+    def _present(self, conditions: list[Condition]) -> list[bool]:
+        pairs = [(c.namespace, c.key) for c in conditions if isinstance(c, Present)]
+        found = self.store.get_many(pairs, raw=True)
         return [row is not None for row in found]
 
     def deleted(self, thread_id: str) -> bool:

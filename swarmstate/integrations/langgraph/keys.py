@@ -13,20 +13,28 @@ Layout (``F(x)`` is the field of ``x``, ``O(x)`` the ordered form below)::
     namespace                                  key
     langgraph:t F(thread) F(checkpoint_ns) c   O(checkpoint id) "c"            checkpoint
                                                O(checkpoint id) "w" F(task) idx  pending write
-    langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
     langgraph:t F(thread) ~c                   chunk key (fresh)                value chunk
+    langgraph:m                                name                             saver metadata
+
+A checkpoint entry carries two tags (:class:`~swarmstate.Tags`, kept by the
+store on its row): ``order`` = ``O(checkpoint id)`` and, when its metadata
+names a run, ``group`` = the run's tag (:mod:`.catalog`).
+
+Written by earlier releases and still read (:mod:`.legacy`)::
+
+    langgraph:t F(thread) F(checkpoint_ns) v   F(channel) V(version)           channel value
+    langgraph:t F(thread) F(checkpoint_ns) s   segment key (random)             list segment
+
+and written by the release before tags, deleted when ``setup()`` or a
+saver's first put converts the store (:func:`.catalog.convert`)::
+
+    langgraph:t F(thread) F(checkpoint_ns) r   F(run_id)                       runs seen here
     langgraph:t F(thread) ~a                   period                           its activity
     langgraph:r F(run_id)                      F(thread) F(checkpoint_ns)       run index
     langgraph:i                                O(checkpoint id) F(thread) F(ns) checkpoint index
     langgraph:a                                period F(thread)                 thread activity
     langgraph:n                                F(thread)                        thread registry
     langgraph:y                                F(module) F(class name)          types written
-    langgraph:m                                name                             saver metadata
-
-and, written by earlier releases and still read (:mod:`.legacy`)::
-
-    langgraph:t F(thread) F(checkpoint_ns) v   F(channel) V(version)           channel value
-    langgraph:t F(thread) F(checkpoint_ns) s   segment key (random)             list segment
 
 A checkpoint entry's value (its layouts: :mod:`.entry`) holds the
 checkpoint with its metadata, parent id and run id, and the stored form of
@@ -38,17 +46,9 @@ compressed (:mod:`.pack`) ``[task id, idx, task path, channel, type,
 packed, size]``. A checkpoint key ends in
 :data:`CHECKPOINT`; a write key ends in its index's last digit, so the last
 character tells them apart.
-The run index holds one entry per run and (thread, checkpoint namespace) it
-wrote to, and the thread one entry per run it saw (the way back, so deleting
-a thread finds its index entries without reading its checkpoints). Both are
-written with the run's first checkpoint there and left unchanged by the
-others.
-
-Three indexes answer questions across threads with one ordered range: the
-checkpoint index lists every checkpoint of the store newest first
-(``list(None)``), the activity index the periods threads were written in
-(idle threads for retention, threads by last activity), and the registry
-every thread once (its count); see :mod:`.catalog`.
+Questions across threads (``list(None)``, threads by activity, idle
+threads, a run's checkpoints) are ordered ranges of the tags; see
+:mod:`.catalog`.
 
 A checkpoint and its pending writes share one namespace and one key prefix,
 ``O(checkpoint id)``, which sorts exactly like the checkpoint id (uuid6,
@@ -85,7 +85,6 @@ __all__ = [
     "INDEX",
     "META",
     "PERIODS",
-    "PERIOD_DIGITS",
     "REGISTRY",
     "ROOT",
     "RUNS",
@@ -94,26 +93,17 @@ __all__ = [
     "TYPES",
     "VALUES",
     "WRITE",
-    "activity_key",
     "checkpoint_id_of",
     "checkpoint_key",
     "chunks",
     "field",
     "group_range",
-    "index_key",
     "is_special_write",
     "ordered",
-    "parse_activity_key",
     "parse_entry_key",
-    "parse_index_key",
-    "parse_run_key",
     "parse_runs_seen",
     "parse_scope",
-    "periods",
     "read_field",
-    "run_key",
-    "run_namespace",
-    "runs_seen",
     "scope",
     "segments",
     "thread_prefix",
@@ -126,25 +116,24 @@ ROOT: Final = "langgraph:"
 THREADS: Final = ROOT + "t"
 RUNS: Final = ROOT + "r"
 INDEX: Final = ROOT + "i"
-"""Every checkpoint of the store, by id: ``O(checkpoint id) F(thread) F(checkpoint_ns)``."""
+"""The release before tags: every checkpoint by id (deleted by the conversion)."""
 ACTIVITY: Final = ROOT + "a"
-"""The periods each thread was written in: ``period F(thread)`` (:mod:`.catalog`)."""
+"""The release before tags: the periods each thread was written in (deleted likewise)."""
 REGISTRY: Final = ROOT + "n"
-"""Every thread once: ``F(thread)``."""
+"""The release before tags: every thread once (deleted likewise)."""
 TYPES: Final = ROOT + "y"
 """Where earlier releases recorded the classes graphs wrote (``F(module) F(name)``).
 
 Never written now, and never read: what a reader revives is named by code,
-not by stored data (:mod:`.allowlist`). A store that holds such rows keeps
-them, unused."""
+not by stored data (:mod:`.allowlist`). The conversion to tags deletes them."""
 META: Final = ROOT + "m"
-"""What the saver records about the store's data (which indexes are complete)."""
-PERIOD_DIGITS: Final = 8
-"""Width of the period (hex) that starts an activity key."""
+"""What the saver records about the store's data (that its checkpoints carry tags; the
+idle sweep's mark)."""
 CHECKPOINTS: Final = "c"
 """Kind letter ending a checkpoint namespace."""
 RUNS_SEEN: Final = "r"
-"""Kind letter ending the namespace of the runs that wrote to a checkpoint namespace."""
+"""Kind letter ending the namespace of the runs that wrote to a checkpoint namespace
+(the release before tags)."""
 VALUES: Final = "v"
 """Kind letter ending the namespace of a checkpoint namespace's channel values."""
 SEGMENTS: Final = "s"
@@ -152,7 +141,8 @@ SEGMENTS: Final = "s"
 CHUNKS: Final = "~c"
 """Ending the namespace of a thread's value chunks (never the start of a field)."""
 PERIODS: Final = "~a"
-"""Ending the namespace of the activity periods a thread was written in (:mod:`.catalog`)."""
+"""Ending the namespace of the activity periods a thread was written in (the release
+before tags)."""
 _END: Final = "\x01\x01"
 ID_END: Final = _END
 """The terminator of ``O(id)``: a key's head up to and including it names its checkpoint."""
@@ -257,28 +247,6 @@ def checkpoint_id_of(key: str) -> str:
     return text
 
 
-def run_namespace(run_id: str) -> str:
-    """Namespace of the index of checkpoints written by one run."""
-    return RUNS + field(run_id)
-
-
-def run_key(thread_id: str, checkpoint_ns: str) -> str:
-    """Run index entry naming a (thread, checkpoint namespace) a run wrote to."""
-    return field(thread_id) + field(checkpoint_ns)
-
-
-def parse_run_key(key: str) -> tuple[str, str]:
-    """``(thread_id, checkpoint_ns)`` of a run index entry."""
-    thread_id, pos = read_field(key, 0)
-    checkpoint_ns, _ = read_field(key, pos)
-    return thread_id, checkpoint_ns
-
-
-def runs_seen(thread_id: str, checkpoint_ns: str) -> str:
-    """Namespace listing (as ``F(run_id)`` keys) the runs that wrote to a thread namespace."""
-    return _thread_namespace(thread_id, checkpoint_ns, RUNS_SEEN)
-
-
 def _thread_namespace(thread_id: str, checkpoint_ns: str, kind: str) -> str:
     return f"{THREADS}{field(thread_id)}{field(checkpoint_ns)}{kind}"
 
@@ -286,11 +254,6 @@ def _thread_namespace(thread_id: str, checkpoint_ns: str, kind: str) -> str:
 def values(thread_id: str, checkpoint_ns: str) -> str:
     """Namespace of the channel values of one (thread, checkpoint namespace)."""
     return _thread_namespace(thread_id, checkpoint_ns, VALUES)
-
-
-def periods(thread_id: str) -> str:
-    """Namespace of the activity periods one thread was written in (the way back to them)."""
-    return f"{THREADS}{len(thread_id)}:{thread_id},{PERIODS}"
 
 
 def chunks(thread_id: str) -> str:
@@ -313,30 +276,6 @@ def value_key(channel: str, version: object) -> str | None:
     if kind is float:
         return f"{len(channel)}:{channel},f{version!r}"
     return None
-
-
-def index_key(checkpoint_id: str, thread_id: str, checkpoint_ns: str) -> str:
-    """The checkpoint index entry of one checkpoint: sorts by its id, then thread, namespace."""
-    return f"{ordered(checkpoint_id)}{field(thread_id)}{field(checkpoint_ns)}"
-
-
-def parse_index_key(key: str) -> tuple[str, str, str]:
-    """``(checkpoint_id, thread_id, checkpoint_ns)`` of a checkpoint index entry."""
-    end = key.index(_END) + len(_END)
-    checkpoint_id = parse_entry_key(key[:end] + CHECKPOINT)[0]
-    thread_id, pos = read_field(key, end)
-    checkpoint_ns, _ = read_field(key, pos)
-    return checkpoint_id, thread_id, checkpoint_ns
-
-
-def activity_key(period: str, thread_id: str) -> str:
-    """The activity entry saying ``thread_id`` was written during ``period``."""
-    return period + field(thread_id)
-
-
-def parse_activity_key(key: str) -> tuple[str, str]:
-    """``(period, thread_id)`` of an activity entry."""
-    return key[:PERIOD_DIGITS], read_field(key, PERIOD_DIGITS)[0]
 
 
 def parse_runs_seen(namespace: str) -> tuple[str, str] | None:

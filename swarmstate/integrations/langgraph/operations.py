@@ -119,28 +119,25 @@ class ThreadMethods(AsyncMethods):
 
     def list_threads(self) -> _List[str]:
         """The ids of every thread with checkpoints in the store, sorted."""
-        if catalog.indexed(self.store):
-            return sorted(keys.read_field(key, 0)[0] for key in self.store.keys(keys.REGISTRY))
-        return threads.list_threads(self.store)
+        return catalog.threads(self.store)
 
     def thread_count(self) -> int:
-        """How many threads have checkpoints in the store (one count of an index)."""
-        if catalog.indexed(self.store):
-            return catalog.thread_count(self.store)
-        return len(threads.list_threads(self.store))
+        """How many threads have checkpoints in the store (a walk of the thread namespaces)."""
+        return catalog.thread_count(self.store)
 
     def recent_threads(self, *, limit: int | None = 20, offset: int = 0) -> _List[ThreadActivity]:
         """The threads written most recently first, a page of them.
 
         Each with its newest checkpoint (over its namespaces) and when that was
-        made. Costs the page, not the number of threads: the activity index
-        (:mod:`.catalog`) is read newest first. ``offset`` threads are skipped.
+        made. Costs the checkpoints newer than the page's last thread, not the
+        number of threads: the order tags (:mod:`.catalog`) are read newest
+        first. ``offset`` threads are skipped.
         """
         if limit is not None and (type(limit) is not int or limit < 0):
             raise InvalidArgumentError(f"limit must be None or an int >= 0, got {limit!r}")
         if type(offset) is not int or offset < 0:
             raise InvalidArgumentError(f"offset must be an int >= 0, got {offset!r}")
-        if catalog.indexed(self.store):
+        if catalog.converted(self.store):
             page = catalog.threads_by_activity(self.store, offset=offset, limit=limit)
         else:
             every = [
@@ -243,14 +240,12 @@ class ThreadMethods(AsyncMethods):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints written by the given runs, with their pending writes.
 
-        A run index (from ``metadata["run_id"]``: one entry per run and thread
-        namespace it wrote to) says where to look, so the cost follows the
-        threads the runs wrote to, not the size of the store. A copy made by
+        Each checkpoint carries its run's tag (from ``metadata["run_id"]``),
+        so a run's checkpoints are one ordered range of the store: the cost
+        follows them, not the size of the store. A copy made by
         :meth:`copy_thread` was written by no run: it keeps the checkpoints
         it copied, as the Agent Server's built-in checkpointer does. Chunks
         that no remaining checkpoint references go with them.
-        The index entries stay (a run still writing may add checkpoints
-        there); they go with their thread.
         """
         if isinstance(run_ids, (str, bytes)):
             raise InvalidArgumentError(

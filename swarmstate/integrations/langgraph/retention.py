@@ -38,6 +38,8 @@ __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
 BATCH = 256
 """Entries deleted per write transaction."""
+_WALK_PAGE = 4096
+"""Checkpoints an idle sweep reads at a time."""
 _COUNTED_MAX = 65536
 logger = logging.getLogger("swarmstate")
 
@@ -53,10 +55,11 @@ class Retention:
         every: ``keep_last`` is applied to a thread once per this many puts
             to it (so a thread holds at most ``keep_last + every`` checkpoints
             per namespace from the start), and ``older_than`` once per this
-            many puts of the saver: each time, the threads idle longest, up
-            to ``sweep`` of them, through the activity index (a cost that does
-            not grow with the number of threads).
-        sweep: Activity entries examined for ``older_than`` each time.
+            many puts of the saver: each time, the checkpoints made before
+            the cutoff since the last sweep, up to ``sweep`` of them, are walked
+            in order and the threads they belong to looked at (a cost that
+            does not grow with the number of threads).
+        sweep: Checkpoints walked for ``older_than`` each time.
     """
 
     keep_last: int | None = None
@@ -177,18 +180,11 @@ class Retainer:
             thread_ids is None
             and keep_last is None
             and cutoff is not None
-            and catalog.indexed(self.store)
+            and catalog.converted(self.store)
         ):
             return self.sweep(serde, cutoff, None, dry_run, progress)
         report = RetentionReport(dry_run=dry_run)
-        if thread_ids is None:
-            thread_list = (
-                sorted(keys.read_field(key, 0)[0] for key in self.store.keys(keys.REGISTRY))
-                if catalog.indexed(self.store)
-                else threads.list_threads(self.store)
-            )
-        else:
-            thread_list = sorted(set(thread_ids))
+        thread_list = catalog.threads(self.store) if thread_ids is None else sorted(set(thread_ids))
         for done, thread_id in enumerate(thread_list, 1):
             report.add(self.thread(serde, thread_id, keep_last, cutoff, dry_run))
             if progress is not None:
@@ -203,53 +199,42 @@ class Retainer:
         dry_run: bool,
         progress: Callable[[int, int], object] | None = None,
     ) -> RetentionReport:
-        """Expire the threads idle since ``cutoff``, found through the activity index.
+        """Expire the threads idle since ``cutoff``, found by walking the order tags.
 
-        Reads the activity entries of periods up to the cutoff, oldest first
-        (at most ``limit``): a thread whose newest checkpoint is older than
-        the cutoff is deleted; an entry older than its thread's newest
-        activity, or of a thread that is gone, is deleted as stale (a live
-        thread's newest entry stays, whatever its period). So each
-        entry is read by one sweep, and a sweep with nothing to expire reads
-        nothing.
+        Walks the checkpoints made before the cutoff, oldest first, from the
+        mark the previous sweep left (at most about ``limit`` of them), and
+        looks at each thread met once: one whose newest checkpoint is older
+        than the cutoff is deleted; the others are alive, and their newest
+        checkpoint, past the cutoff, is met by a later sweep. A real run then
+        moves the mark past what it walked (:mod:`.catalog`), so over all
+        sweeps each checkpoint is walked once and a sweep with nothing new
+        to walk reads one row.
         """
         report = RetentionReport(dry_run=dry_run)
-        entries = catalog.idle_entries(
-            self.store, catalog.period_at(cutoff.timestamp()), limit or (1 << 62)
-        )
-        stale: list[tuple[str, str]] = []
-        # Per thread met: the newest period it records (None: the thread is
-        # gone, and each of its entries goes). That entry is
-        # never stale while the thread lives: it is what finds the thread
-        # later, for recent_threads and for the sweep that expires it once
-        # idle, even when its newest checkpoint is in the cutoff's period.
-        keep: dict[str, str | None] = {}
-        expired: set[str] = set()  # their entries go with them
-        for count, (period, thread_id) in enumerate(entries, 1):
-            if thread_id in expired:
-                continue
-            if thread_id not in keep:
-                report.threads_examined += 1
-                keep[thread_id] = None
-                scopes = threads.scopes_of(self.store, thread_id)
-                newest = catalog.newest_checkpoint(self.store, thread_id) if scopes else None
-                if newest is not None and self._idle(serde, scopes, cutoff):
-                    gone = self.thread(serde, thread_id, None, cutoff, dry_run)
-                    gone.threads_examined = 0  # counted above
-                    report.add(gone)
-                    expired.add(thread_id)
-                    continue
-                if newest is not None:
-                    keep[thread_id] = catalog.newest_period(self.store, thread_id)
-            newest_period = keep[thread_id]
-            if newest_period is None or period < newest_period:
-                stale.append((period, thread_id))
-            if progress is not None:
-                progress(count, len(entries))
-        if stale and not dry_run:
-            pairs = [(keys.ACTIVITY, keys.activity_key(p, t)) for p, t in stale]
-            pairs += [(keys.periods(t), p) for p, t in stale]
-            threads.delete_pairs(self.store, pairs)
+        start, stored = catalog.sweep_start(self.store)
+        stop = catalog.cutoff_id(cutoff.timestamp())
+        left = limit
+        looked: set[str] = set()  # threads met on an earlier page of this sweep
+        while left is None or left > 0:
+            page = _WALK_PAGE if left is None else min(left, _WALK_PAGE)
+            met, after = catalog.walk(self.store, start, stop, page)
+            fresh = [thread_id for thread_id, _ in met if thread_id not in looked]
+            looked.update(fresh)
+            for thread_id in fresh:
+                report.add(self.thread(serde, thread_id, None, cutoff, dry_run))
+                if progress is not None:
+                    progress(len(looked), len(looked))
+            if after is None:
+                break
+            if not dry_run:
+                stored = catalog.advance(self.store, stored, after)
+                if stored is None:
+                    break  # another writer moved the mark: the next sweep goes on from it
+            start = after
+            if left is not None:
+                left -= page
+            if catalog.walked_all(self.store, start, stop):
+                break
         return report
 
     def thread(
@@ -272,15 +257,7 @@ class Retainer:
                 rows = self._rows(serde, *scope)
                 report.checkpoints_deleted += len(rows)
                 report.writes_deleted += sum(len(row.writes) for row in rows)
-            indexes = [
-                *catalog.thread_entries(self.store, thread_id),
-                *catalog.thread_activity(self.store, thread_id),
-                (keys.REGISTRY, keys.field(thread_id)),
-            ]
-            size = self.store.footprint
-            report.bytes_freed = _entry_bytes(self.store, keys.thread_prefix(thread_id)) + sum(
-                size(namespace, key, len(catalog.NIL)) for namespace, key in indexes
-            )
+            report.bytes_freed = _entry_bytes(self.store, keys.thread_prefix(thread_id))
             # Looked at again right before: a thread that came back to life
             # meanwhile is kept whole.
             if not dry_run and self._idle(serde, scopes, cutoff):
@@ -342,7 +319,6 @@ class Retainer:
         report.bytes_freed = sum(
             size(namespace, row.key, row.size)
             + sum(size(namespace, key, n) for key, n in row.writes)
-            + size(keys.INDEX, _index_key(namespace, row), len(catalog.NIL))
             for namespace, row in doomed
         )
         if report.dry_run:
@@ -358,7 +334,6 @@ class Retainer:
                 for namespace, row in doomed
                 for key in (row.key, *(key for key, _ in row.writes))
             ]
-            pairs += [(keys.INDEX, _index_key(namespace, row)) for namespace, row in doomed]
             threads.delete_pairs(self.store, pairs)
             gone = threads.sweep(self.store, serde, thread_id)
         report.bytes_freed += sum(size(namespace, key, n) for namespace, key, n in gone)
@@ -418,7 +393,7 @@ class Retainer:
             if sweep:
                 cutoff = cutoff_of(policy.older_than, None)
                 assert cutoff is not None
-                if catalog.indexed(self.store):
+                if catalog.converted(self.store):
                     self.sweep(serde, cutoff, policy.sweep, dry_run=False)
         except Exception:  # the put itself succeeded; retention tries again next time
             logger.exception("swarmstate retention failed; it will be tried again")
@@ -442,13 +417,6 @@ def _needed(rows: list[_Row], keep: int) -> set[str]:
                     break
                 current = by_id.get(current.parent_id) if current.parent_id else None
     return kept
-
-
-def _index_key(namespace: str, row: _Row) -> str:
-    """The checkpoint index key of a row of the checkpoint namespace ``namespace``."""
-    scope = keys.parse_scope(namespace)
-    assert scope is not None  # the rows of a plan come from checkpoint namespaces
-    return keys.index_key(keys.checkpoint_id_of(row.key), *scope)
 
 
 def _stores(row: _Row, channel: str) -> bool:

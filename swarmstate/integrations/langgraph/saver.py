@@ -18,9 +18,10 @@ Design points:
   when ``new_versions`` says it changed, and its bytes share what they
   can with the version before (chunks). LangGraph's reference semantics, exactly:
   an unchanged channel reads back the value stored at its version.
-* A put is one atomic store batch: the entry, every chunk it newly
-  references, and the run's index entries. A checkpoint's pending
-  writes sort right after it, so one range query reads both.
+* A put is one atomic store write: the entry, carrying its order and run
+  as tags (:mod:`.catalog`), and every chunk it newly references. A
+  checkpoint's pending writes sort right after it, so one range query
+  reads both.
 * "Latest" is the last key of the thread's namespace: one indexed lookup in
   the store, correct when another process wrote it. The caches hold only
   immutable, named content (see :mod:`.values`).
@@ -43,8 +44,7 @@ from typing import Any, TypeVar
 
 from swarmstate import backends
 from swarmstate._base import BaseStore
-from swarmstate._checks import hide_password
-from swarmstate._codec import dumps
+from swarmstate._checks import Tags, hide_password
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate.backends.memory import Store
 from swarmstate.integrations.langgraph import catalog, keys
@@ -95,7 +95,6 @@ _CACHE_BYTES = 64 * 1024 * 1024
 
 _new_tuple = tuple.__new__
 _NO_PARENT = Head({}, {})
-_NIL = dumps(None)  # the value of run index entries, as stored bytes
 _NAMES_MAX = 4096
 _EXCLUDED_METADATA = frozenset(EXCLUDED_METADATA_KEYS)  # config keys metadata leaves out
 
@@ -236,13 +235,13 @@ class SwarmStateSaver(ThreadMethods):
         # Store names derived from ids (pure functions of them, so never stale),
         # kept for the threads and runs in use: building them is a measurable
         # part of a put. Cleared when large.
-        self._scope_names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._scope_names: dict[tuple[str, str], tuple[str]] = {}
         self._typed = False  # True once the serializer wrote a non-msgpack entry
-        self._run_names: dict[str, tuple[str, str]] = {}
+        self._run_names: dict[str, str] = {}  # run id -> its group tag
         # What the tombstones that refused this saver's writes say about later ones.
         self._refusals = guard.Refusals(self.store)
-        # Whether the store is known to hold complete store-wide indexes (catalog); the
-        # first put makes them so.
+        # Whether every checkpoint entry of the store is known to carry its tags
+        # (catalog); the first put makes it so.
         self._indexed = False
         self._owns_store = store is None
 
@@ -288,14 +287,18 @@ class SwarmStateSaver(ThreadMethods):
     def setup(self) -> None:
         """Create the store's tables if it has any (idempotent), as ``PostgresSaver.setup`` does.
 
-        Also indexes a store written by releases before the store-wide indexes
-        (otherwise done by the first put).
+        Also converts a store written by releases before the checkpoints carried
+        their tags (otherwise done by the first put): see :mod:`.catalog`.
         """
         setup = getattr(self.store, "setup", None)
         if setup is not None:
             setup()
-        catalog.ensure_indexed(self.store)
+        catalog.convert(self.store, self._run_id_of)
         self._indexed = True
+
+    def _run_id_of(self, data: bytes) -> Any:
+        """The run id a stored checkpoint entry names."""
+        return entry.head(self.serde, data)[2]
 
     def close(self) -> None:
         """Close the store if this saver opened it (``from_conn_string``, or no store given)."""
@@ -334,15 +337,21 @@ class SwarmStateSaver(ThreadMethods):
     ) -> RunnableConfig:
         """Store a checkpoint, and the channel values ``new_versions`` says changed.
 
-        One atomic batch: the checkpoint entry (its values' stored forms
-        inside), the chunks of the bytes no earlier version holds, and the
-        run's index entries.
+        One atomic store write: the checkpoint entry (its values' stored forms
+        inside, its order and run as tags), and the chunks of the bytes no
+        earlier version holds.
         """
         conf, thread_id, checkpoint_ns = scope_of(config)
         checkpoint_id = checkpoint["id"]
         if type(checkpoint_id) is not str or not checkpoint_id:
             raise InvalidArgumentError(
                 f"checkpoint id must be a non-empty str, got {checkpoint_id!r}"
+            )
+        if len(checkpoint_id) > 100 and catalog.order_too_long(keys.ordered(checkpoint_id)):
+            raise InvalidArgumentError(
+                f"checkpoint id {checkpoint_id[:40]!r}... is too long: its stored order "
+                f"takes over {catalog.ORDER_BYTES} UTF-8 bytes; use shorter ids "
+                "(LangGraph's own are 36 characters)"
             )
         if type(new_versions) is not dict and not isinstance(new_versions, Mapping):
             raise InvalidArgumentError(
@@ -423,7 +432,7 @@ class SwarmStateSaver(ThreadMethods):
         serde = self.serde
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        namespace, seen, run_key = self._names(thread_id, checkpoint_ns)
+        namespace = self._names(thread_id, checkpoint_ns)[0]
         parent: Head | None = _NO_PARENT
         parent_pair = outer = outer_pair = None
         if parent_id and not whole:
@@ -474,30 +483,23 @@ class SwarmStateSaver(ThreadMethods):
             data = entry.compressed(data)
         checkpoint_id = checkpoint["id"]
         entry_key = keys.checkpoint_key(checkpoint_id)
-        rows: _List[tuple[str, str, Any]] = [
-            (namespace, entry_key, data),
-            *built.rows,
-            catalog.index_entry(checkpoint_id, thread_id, checkpoint_ns),
-        ]
-        index: _List[tuple[str, str, Any]] = []
-        if not self._indexed:
-            # This saver's first write: the store's indexes are made complete, and
-            # marked so (with this batch when the store holds no thread yet).
-            index = catalog.start_indexing(self.store)
-        period = catalog.period_of(checkpoint_id)
-        if parent_id is None or catalog.period_of(parent_id) != period:
-            # A namespace starts, or its period moved on: the thread's activity.
-            index += catalog.activity_entries(thread_id, period)
-        parent_run = parent.run_id if parent is not None and parent_pair is not None else None
-        if run_id is not None and parent_run != run_id:
-            # The run's index entries for this thread namespace, in the same atomic
-            # batch; after the run's first checkpoint here they exist and cost a lookup.
-            names = self._run_names.get(run_id)
-            if names is None:
+        group = None
+        if run_id is not None:
+            group = self._run_names.get(run_id)
+            if group is None:
                 if len(self._run_names) > _NAMES_MAX:
                     self._run_names.clear()
-                names = self._run_names[run_id] = (keys.run_namespace(run_id), keys.field(run_id))
-            index += [(names[0], run_key, _NIL), (seen, names[1], _NIL)]
+                group = self._run_names[run_id] = catalog.run_tag(run_id)
+        # The one row: the store keeps the checkpoint's order and run on it (catalog).
+        rows: _List[tuple[str, str, Any] | tuple[str, str, Any, Tags]] = [
+            (namespace, entry_key, data, Tags(order=entry_key[:-1], group=group)),
+            *built.rows,
+        ]
+        if not self._indexed:
+            # This saver's first write: the store's checkpoints are made to carry
+            # their tags, and the store marked so (with this write when it holds no
+            # thread yet).
+            rows += catalog.start_converting(self.store, self._run_id_of)
         # Learned before the write: a write the store refuses teaches them too.
         allowlist.learn(built.classes)
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
@@ -507,7 +509,6 @@ class SwarmStateSaver(ThreadMethods):
             guard.fence_of(conf),
             built_on,
             rows,
-            ensure=index,
             raw=True,
             lenders=built.lenders,
             made=checkpoint_id,
@@ -582,17 +583,13 @@ class SwarmStateSaver(ThreadMethods):
         )
         refusals.refused(thread_id, None, taken)
 
-    def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str, str, str]:
-        """The checkpoint namespace, runs-seen namespace and run-index key of a scope."""
+    def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str]:
+        """The store names of a scope: its checkpoint namespace."""
         names = self._scope_names.get((thread_id, checkpoint_ns))
         if names is None:
             if len(self._scope_names) > _NAMES_MAX:
                 self._scope_names.clear()
-            names = (
-                keys.scope(thread_id, checkpoint_ns),
-                keys.runs_seen(thread_id, checkpoint_ns),
-                keys.run_key(thread_id, checkpoint_ns),
-            )
+            names = (keys.scope(thread_id, checkpoint_ns),)
             self._scope_names[(thread_id, checkpoint_ns)] = names
         return names
 
@@ -766,10 +763,10 @@ class SwarmStateSaver(ThreadMethods):
             return
         merged: Iterator[tuple[str, str, str, Any, _List[Any]]]
         if config is None and self._indexes_complete():
-            # Every thread: the checkpoint index, newest first (one range a page).
+            # Every thread: the order tags, newest first (one range a page).
             merged = self._from_index(before_id)
         else:
-            if config is None:  # a store not indexed yet: every thread namespace, merged
+            if config is None:  # a store not converted yet: every thread namespace, merged
                 scopes = self._scopes(keys.THREADS)
             stop = keys.ordered(before_id) if before_id else None
             # Without a filter the first page is exactly what the caller asked for.
@@ -806,9 +803,9 @@ class SwarmStateSaver(ThreadMethods):
                     return
 
     def _from_index(self, before_id: str | None) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        """Every checkpoint of the store newest first, from the checkpoint index.
+        """Every checkpoint of the store newest first, from the order tags (:mod:`.catalog`).
 
-        An index entry whose checkpoint is gone (deleted meanwhile) is skipped.
+        A checkpoint deleted between the two reads is skipped.
         """
         items = self.store.items
         for checkpoint_id, thread_id, checkpoint_ns in catalog.latest(self.store, before_id):
@@ -818,9 +815,9 @@ class SwarmStateSaver(ThreadMethods):
                 yield thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
 
     def _indexes_complete(self) -> bool:
-        """Whether the store-wide indexes hold everything (see catalog); remembered once true."""
+        """Whether every checkpoint carries its tags (see catalog); remembered once true."""
         if not self._indexed:
-            self._indexed = catalog.indexed(self.store)
+            self._indexed = catalog.converted(self.store)
         return self._indexed
 
     def _tagged(

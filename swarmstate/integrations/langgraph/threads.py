@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT
+from swarmstate._checks import ABSENT, Tags, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
 from swarmstate.integrations.langgraph import catalog, entry, keys
@@ -47,7 +47,6 @@ __all__ = [
     "leased",
     "list_threads",
     "refuse",
-    "run_index_pairs",
     "stored_values",
     "sweep",
     "thread_size",
@@ -63,12 +62,7 @@ _BATCH = 256
 
 def list_threads(store: BaseStore) -> list[str]:
     """Every thread id with a checkpoint namespace in the store, sorted."""
-    found = set()
-    for namespace in store.namespaces(keys.THREADS):
-        scope = keys.parse_scope(namespace)
-        if scope is not None:
-            found.add(scope[0])
-    return sorted(found)
+    return catalog.threads(store)
 
 
 def scopes_of(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
@@ -88,37 +82,15 @@ def thread_size(store: BaseStore, thread_id: str) -> int:
     return total
 
 
-def run_index_pairs(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
-    """Run index entries that point into one thread, from the runs it saw."""
-    pairs = []
-    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
-        parsed = keys.parse_runs_seen(namespace)
-        if parsed is None:
-            continue
-        for key in store.keys(namespace):
-            run_id = keys.read_field(key, 0)[0]
-            pairs.append((keys.run_namespace(run_id), keys.run_key(*parsed)))
-    return pairs
-
-
 def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
     """Remove every checkpoint, chunk and write of one thread, leaving a tombstone.
 
-    One transaction: the tombstone (:mod:`.guard`), the thread's namespaces,
-    and its entries in the run index and the store-wide indexes, read just
-    before. From then on a late write of a run still going is refused once
-    what it builds on is gone. A put landing between the read and the
-    transaction loses its checkpoint with the thread and leaves at most an
-    index entry naming nothing, which reads skip.
+    One transaction, with nothing read first: the tombstone (:mod:`.guard`)
+    and the thread's namespaces, the tags of its checkpoints with them. From
+    then on a late write of a run still going is refused once what it builds
+    on is gone.
     """
-    deletes = [
-        *run_index_pairs(store, thread_id),
-        *catalog.forgotten(
-            thread_id,
-            catalog.thread_entries(store, thread_id) + catalog.thread_activity(store, thread_id),
-        ),
-    ]
-    Guards(store).tombstone(thread_id, deletes, [keys.thread_prefix(thread_id)])
+    Guards(store).tombstone(thread_id, [], [keys.thread_prefix(thread_id)])
 
 
 def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
@@ -126,108 +98,75 @@ def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
 
     The copy is a thread of its own, as the Agent Server's own copy is: its
     checkpoints' ``metadata["thread_id"]`` names the target where it named
-    the source, and no run is indexed as having written it (the source's
-    runs did not), so :func:`delete_for_runs` of those runs leaves it whole.
-    It is in the store-wide indexes as the source is (:mod:`.catalog`).
+    the source, and they carry no run's tag (the source's runs did not write
+    them), so :func:`delete_for_runs` of those runs leaves the copy whole.
+    Their order tags are copied as they are (they name no thread), so the
+    copy is listed across threads as the source is.
     """
     if source == target:
         return
-    entries = catalog.thread_entries(store, source)
-    seen = _runs_seen(store, target)
     store.copy_prefix(keys.thread_prefix(source), keys.thread_prefix(target))
-    copied = _runs_seen(store, target) - seen  # the source's runs, which never wrote here
-    if copied:
-        delete_pairs(store, sorted(copied))
     _retag(store, serde, source, target)
-    rows = []
-    for _, key in entries:
-        checkpoint_id, _, checkpoint_ns = keys.parse_index_key(key)
-        rows.append(catalog.index_entry(checkpoint_id, target, checkpoint_ns))
-    if rows:
-        for start in range(0, len(rows), _BATCH):
-            store.set_many(rows[start : start + _BATCH], raw=True)
-        newest = max(keys.parse_index_key(key)[0] for _, key in entries)
-        store.set_many(
-            [], ensure=catalog.activity_entries(target, catalog.period_of(newest)), raw=True
-        )
-
-
-def _runs_seen(store: BaseStore, thread_id: str) -> set[tuple[str, str]]:
-    """The thread's "runs seen" entries, as ``(namespace, key)`` pairs."""
-    return {
-        (namespace, key)
-        for namespace in store.namespaces(keys.thread_prefix(thread_id))
-        if keys.parse_runs_seen(namespace) is not None
-        for key in store.keys(namespace)
-    }
 
 
 def _retag(store: BaseStore, serde: Any, source: str, target: str) -> None:
-    """Rewrite ``metadata["thread_id"]`` from ``source`` to ``target`` in the target's checkpoints.
+    """Make the copied checkpoints the target's: ``metadata["thread_id"]`` rewritten from
+    ``source`` to ``target``, and no run's tag.
 
-    Only the metadata is encoded again (:func:`.entry.with_metadata`).
+    The copied entries are those whose key the source holds in the same
+    checkpoint namespace; only the metadata is encoded again
+    (:func:`.entry.with_metadata`).
     """
-    for namespace in store.namespaces(keys.thread_prefix(target)):
-        if keys.parse_scope(namespace) is None:
+    for source_ns in store.namespaces(keys.thread_prefix(source)):
+        scope = keys.parse_scope(source_ns)
+        if scope is None:
             continue
-        batch: list[tuple[str, str, Any]] = []
+        copied = {key for key in store.keys(source_ns) if key[-1] == keys.CHECKPOINT}
+        namespace = keys.scope(target, scope[1])
+        batch: list[tuple[str, str, Any, Tags]] = []
         for key, stored_entry in scan(store, namespace):
-            if key[-1] != keys.CHECKPOINT:
+            if key not in copied:
                 continue
             metadata = entry.head(serde, stored_entry)[0]
             if metadata.get("thread_id") == source:
-                retagged = entry.with_metadata(
+                stored_entry = entry.with_metadata(
                     serde, stored_entry, {**metadata, "thread_id": target}
                 )
-                batch.append((namespace, key, retagged))
+            batch.append((namespace, key, stored_entry, Tags(order=key[:-1])))
             if len(batch) == _BATCH:
-                store.set_many(batch, raw=True)
+                store.write(Transaction(sets=batch, raw=True))
                 batch = []
         if batch:
-            store.set_many(batch, raw=True)
+            store.write(Transaction(sets=batch, raw=True))
 
 
 def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[str]) -> None:
-    """Remove the checkpoints (and their writes) whose metadata names one of ``wanted``."""
-    scopes = {
-        keys.parse_run_key(key)
-        for run_id in wanted
-        for key in store.keys(keys.run_namespace(run_id))
-    }
-    for thread_id in sorted({scope[0] for scope in scopes}):
-        with leased(store, thread_id):
-            deleted = False
-            for checkpoint_ns in sorted(ns for t, ns in scopes if t == thread_id):
-                namespace = keys.scope(thread_id, checkpoint_ns)
-                pairs: list[tuple[str, str]] = []
-                # Key order puts each checkpoint just before its own writes, which
-                # share its key up to the last character.
-                head: str | None = None
-                for key, stored_entry in scan(store, namespace):
-                    if key[-1] == keys.CHECKPOINT:
-                        head = key[:-1] if entry.head(serde, stored_entry)[2] in wanted else None
-                        if head is None:
-                            continue
-                        pairs.append(
-                            (
-                                keys.INDEX,
-                                keys.index_key(
-                                    keys.checkpoint_id_of(key), thread_id, checkpoint_ns
-                                ),
-                            )
-                        )
-                    elif head is None or not key.startswith(head):
-                        continue
-                    pairs.append((namespace, key))
-                if pairs:
-                    delete_pairs(store, pairs)
-                    deleted = True
-            if deleted:
-                sweep(store, serde, thread_id)
-                # The thread's catalog entries say what it holds now: an emptied
-                # thread is no longer counted, and one whose newest run went ranks
-                # by the checkpoint it has left.
-                catalog.settle(store, thread_id)
+    """Remove the checkpoints (and their writes) whose metadata names one of ``wanted``.
+
+    The runs' checkpoints are found by their group tag (:mod:`.catalog`);
+    they and their pending writes go in one transaction, under the leases
+    of their threads, whose chunks only they referenced are swept after.
+    """
+    if not catalog.converted(store):  # checkpoints of an earlier release carry no tags yet
+        catalog.convert(store, lambda data: entry.head(serde, data)[2])
+    found = [pair for run_id in sorted(wanted) for pair in catalog.run_checkpoints(store, run_id)]
+    thread_ids = sorted({scope[0] for ns, _ in found if (scope := keys.parse_scope(ns))})
+    if not thread_ids:
+        return
+    with contextlib.ExitStack() as stack:
+        for thread_id in thread_ids:
+            stack.enter_context(leased(store, thread_id))
+        deletes: list[tuple[str, str]] = []
+        for namespace, key in sorted(set(found)):
+            start, stop = keys.group_range(keys.checkpoint_id_of(key))
+            deletes += [(namespace, k) for k in store.keys(namespace, start=start, stop=stop)]
+        ranges = [("group", *catalog.run_range(run_id)) for run_id in sorted(wanted)]
+        store.write(Transaction(deletes=deletes, tag_deletes=ranges))
+        for thread_id in thread_ids:
+            sweep(store, serde, thread_id)
+    for thread_id in thread_ids:
+        # The thread's newest checkpoint may be an older one now: the idle sweep meets it.
+        catalog.reconsider(store, thread_id)
 
 
 def first_checkpoint(store: BaseStore, thread_id: str, checkpoint_ns: str) -> str | None:
@@ -258,7 +197,7 @@ def refuse(
     (:class:`.guard.Refusals` says why) and go too. Returns the ``(namespace,
     checkpoint id)`` of the checkpoints taken out, whose later writes are to
     be refused too. When a checkpoint went, the thread's chunks are swept and
-    its catalog entries settled (:func:`.catalog.settle`).
+    the idle sweep told of its newest checkpoint (:func:`.catalog.reconsider`).
     """
     absent: dict[tuple[str, str], bool] = {}
 
@@ -300,7 +239,6 @@ def refuse(
                     )
                     if doomed:
                         taken.append((namespace, entry_id))
-                        pairs.append((keys.INDEX, keys.index_key(entry_id, *scope)))
                 else:  # pending writes whose checkpoint is not stored
                     doomed = gone(scope[1], entry_id)
             if doomed:
@@ -309,7 +247,7 @@ def refuse(
     if taken:
         with leased(store, thread_id):
             sweep(store, serde, thread_id)
-        catalog.settle(store, thread_id)
+        catalog.reconsider(store, thread_id)
     return taken
 
 
