@@ -1,9 +1,13 @@
-"""The async half of SwarmStateSaver: each method runs its sync twin.
+"""The async half of SwarmStateSaver: one implementation with the sync half.
 
-One implementation, so the two never drift: on the in-memory store (which
-never blocks) the sync method runs directly; on DiskStore and PostgresStore
-in a worker thread (``asyncio.to_thread``), so the event loop keeps running
-during I/O.
+``aput`` and ``aput_writes`` await the same plans (:mod:`.steps`) that
+``put`` and ``put_writes`` run: their Python work runs on the event loop,
+between awaited store calls (PostgresStore's async pool when it is open on
+the loop, a worker thread for a blocking store, inline for the in-memory
+store), so a worker thread never holds the interpreter for a whole put
+while the loop waits. The other methods run their sync twin: directly on
+the in-memory store (which never blocks), in a worker thread
+(``asyncio.to_thread``) otherwise.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
+from swarmstate._base import BaseStore
+from swarmstate.integrations.langgraph import steps
 from swarmstate.integrations.langgraph.config import materialize
 
 __all__ = ["AsyncMethods"]
@@ -32,6 +38,7 @@ _T = TypeVar("_T")
 class AsyncMethods(BaseCheckpointSaver[str]):
     """Async wrappers over the sync methods of a checkpointer subclass."""
 
+    store: BaseStore
     _async_inline: bool
     """True when the sync methods never block (the in-memory store)."""
 
@@ -42,6 +49,24 @@ class AsyncMethods(BaseCheckpointSaver[str]):
         strategy: str = "keep_latest",
         keep_last: int | None = None,
     ) -> None:
+        raise NotImplementedError  # the subclass implements it
+
+    def _put_plan(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> steps.Plan[RunnableConfig]:
+        raise NotImplementedError  # the subclass implements it
+
+    def _put_writes_plan(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> steps.Plan[None]:
         raise NotImplementedError  # the subclass implements it
 
     async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
@@ -75,8 +100,9 @@ class AsyncMethods(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await self._run(self.put, config, checkpoint, metadata, new_versions)
+        """Async :meth:`put`: the same plan, its store calls awaited."""
+        plan = self._put_plan(config, checkpoint, metadata, new_versions)
+        return await steps.arun(self.store, plan)
 
     async def aput_writes(
         self,
@@ -85,8 +111,8 @@ class AsyncMethods(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async :meth:`put_writes`."""
-        await self._run(self.put_writes, config, writes, task_id, task_path)
+        """Async :meth:`put_writes`: the same plan, its store calls awaited."""
+        await steps.arun(self.store, self._put_writes_plan(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

@@ -50,7 +50,7 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations.langgraph import keys
+from swarmstate.integrations.langgraph import keys, steps
 from swarmstate.integrations.langgraph.values import LenderGone
 
 __all__ = ["GUARDS", "Guards", "Refusals", "fence_of"]
@@ -96,6 +96,29 @@ def seconds_of(ttl: datetime.timedelta | float) -> float:
     return float(ttl)
 
 
+def _guard_read(thread_id: str) -> steps.Items:
+    """The step that reads a thread's guard entry (sent back to :func:`_parsed`)."""
+    return steps.Items(GUARDS, start=keys.field(thread_id), limit=1)
+
+
+def _parsed(thread_id: str, rows: list[tuple[str, bytes]]) -> tuple[bytes | None, dict[str, Any]]:
+    """A thread's guard, as stored and decoded, from what :func:`_guard_read` read."""
+    if rows and rows[0][0] == keys.field(thread_id):
+        guard = loads(rows[0][1])
+        if type(guard) is dict:
+            return rows[0][1], guard
+    return None, {"token": 0, "until": None, "deleted": None}
+
+
+def _read_plan(thread_id: str) -> steps.Plan[tuple[bytes | None, dict[str, Any]]]:
+    return _parsed(thread_id, (yield _guard_read(thread_id)))
+
+
+def _presence(conditions: list[Present]) -> steps.GetMany:
+    """The step that reads the entries ``conditions`` name (None where one is missing)."""
+    return steps.GetMany([(c.namespace, c.key) for c in conditions])
+
+
 class Guards:
     """Guard entries of one store: checks around checkpoint writes, claims, tombstones."""
 
@@ -109,13 +132,7 @@ class Guards:
         self._unguarded: dict[str, Absent] = {}
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
-        key = keys.field(thread_id)
-        rows = self.store.items(GUARDS, start=key, limit=1, raw=True)
-        if rows and rows[0][0] == key:
-            guard = loads(rows[0][1])
-            if type(guard) is dict:
-                return rows[0][1], guard
-        return None, {"token": 0, "until": None, "deleted": None}
+        return steps.run(self.store, _read_plan(thread_id))
 
     def write(
         self,
@@ -128,8 +145,9 @@ class Guards:
         if_absent: bool = False,
         lenders: Iterable[tuple[str, str]] = (),
         made: str | None = None,
-    ) -> None:
-        """One ``store.write`` of ``items`` with the conditions the thread's guard asks for.
+    ) -> steps.Plan[None]:
+        """A plan (:mod:`.steps`): one ``store.write`` of ``items`` with the conditions
+        the thread's guard asks for.
 
         ``items`` are the transaction's sets (a 4th element gives an entry's
         tags). ``built_on`` are the ``(namespace, checkpoint id)`` the write
@@ -152,10 +170,10 @@ class Guards:
                 self._unguarded.clear()
             unguarded = self._unguarded[thread_id] = Absent(GUARDS, keys.field(thread_id))
         key = unguarded.key
-        lent: list[Condition] = [Present(ns, k) for ns, k in lenders]
+        lent = [Present(ns, k) for ns, k in lenders]
         if thread_id not in self._guarded:
             try:
-                self.store.write(
+                yield steps.Write(
                     Transaction(
                         conditions=[unguarded, *lent] if lent else [unguarded],
                         sets=items,
@@ -166,7 +184,9 @@ class Guards:
                 return
             except ConflictError:
                 pass  # the thread has a guard (or just got one), or a lender is gone
-        self._write_guarded(thread_id, key, fence, built_on, items, raw, if_absent, lent, made)
+        yield from self._write_guarded(
+            thread_id, key, fence, built_on, items, raw, if_absent, lent, made
+        )
 
     def _write_guarded(
         self,
@@ -177,18 +197,17 @@ class Guards:
         items: Sequence[tuple[str, str, Any] | tuple[str, str, Any, Tags]],
         raw: bool,
         if_absent: bool,
-        lent: list[Condition],
+        lent: list[Present],
         made: str | None,
-    ) -> None:
+    ) -> steps.Plan[None]:
         """:meth:`write` once a condition failed: read the guard, decide, write."""
-        write = self.store.write
         for _ in range(_ATTEMPTS):
-            stored, guard = self._read(thread_id)
+            stored, guard = _parsed(thread_id, (yield _guard_read(thread_id)))
             if stored is None:
                 self._guarded.discard(thread_id)
             elif len(self._guarded) < _HINTS:
                 self._guarded.add(thread_id)
-            tombstone: list[Condition] = []
+            tombstone: list[Present] = []
             if stored is None:
                 require: Condition = Absent(GUARDS, key)
             else:
@@ -209,8 +228,9 @@ class Guards:
                         built_at = made_at(checkpoint_id)
                         if built_at is None or built_at <= float(deleted):
                             tombstone.append(Present(namespace, keys.checkpoint_key(checkpoint_id)))
+            refused = False
             try:
-                write(
+                yield steps.Write(
                     Transaction(
                         conditions=[require, *tombstone, *lent],
                         sets=items,
@@ -220,25 +240,22 @@ class Guards:
                 )
                 return
             except ConflictError:
-                again, _ = self._read(thread_id)
+                refused = True
+            if refused:
+                again, _ = _parsed(thread_id, (yield _guard_read(thread_id)))
                 if again != stored:
                     continue  # a claim or a deletion landed: decide again
-                if tombstone and not all(self._present(tombstone)):
+                if tombstone and None in (yield _presence(tombstone)):
                     raise ThreadDeletedError(
                         f"thread {thread_id!r} was deleted and the checkpoint this write "
                         "builds on is gone: the run that wrote it cannot go on; start a new "
                         "run (without a checkpoint_id) to reuse the thread id"
-                    ) from None
-                if lent and not all(self._present(lent)):
-                    raise LenderGone from None
+                    )
+                if lent and None in (yield _presence(lent)):
+                    raise LenderGone
         raise ConflictError(
             f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
         )
-
-    def _present(self, conditions: list[Condition]) -> list[bool]:
-        pairs = [(c.namespace, c.key) for c in conditions if isinstance(c, Present)]
-        found = self.store.get_many(pairs, raw=True)
-        return [row is not None for row in found]
 
     def deleted(self, thread_id: str) -> bool:
         """Whether the thread was ever deleted (it has a tombstone)."""

@@ -35,6 +35,7 @@ Design points:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import os
@@ -72,13 +73,13 @@ try:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     # These need msgpack, from the same extra.
-    from swarmstate.integrations.langgraph import allowlist, entry, guard, reads, threads
+    from swarmstate.integrations.langgraph import allowlist, entry, guard, reads, steps, threads
     from swarmstate.integrations.langgraph.allowlist import Allowlist
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
     from swarmstate.integrations.langgraph.revive import msgpack_as_jsonplus
-    from swarmstate.integrations.langgraph.values import Head, LenderGone, Values
+    from swarmstate.integrations.langgraph.values import Head, LenderGone, NeedsStore, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
@@ -341,6 +342,16 @@ class SwarmStateSaver(ThreadMethods):
         inside, its order and run as tags), and the chunks of the bytes no
         earlier version holds.
         """
+        return steps.run(self.store, self._put_plan(config, checkpoint, metadata, new_versions))
+
+    def _put_plan(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> steps.Plan[RunnableConfig]:
+        """:meth:`put` as a plan (:mod:`.steps`), which ``put`` runs and ``aput`` awaits."""
         conf, thread_id, checkpoint_ns = scope_of(config)
         checkpoint_id = checkpoint["id"]
         if type(checkpoint_id) is not str or not checkpoint_id:
@@ -365,11 +376,15 @@ class SwarmStateSaver(ThreadMethods):
         namespace = self._names(thread_id, checkpoint_ns)[0]
         built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, parent_id)
         refusals = self._refusals
-        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on, checkpoint_id):
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+        if refusals.deleted and (
+            yield steps.Blocking(
+                lambda: refusals.orphaned(thread_id, namespace, built_on, checkpoint_id)
+            )
+        ):
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
         try:
-            self._put(
+            yield from self._put(
                 conf,
                 thread_id,
                 checkpoint_ns,
@@ -384,7 +399,7 @@ class SwarmStateSaver(ThreadMethods):
         except LenderGone:
             # A checkpoint this one took stored bytes from was deleted meanwhile
             # (retention elsewhere): store every value anew, taking nothing.
-            self._put(
+            yield from self._put(
                 conf,
                 thread_id,
                 checkpoint_ns,
@@ -397,15 +412,18 @@ class SwarmStateSaver(ThreadMethods):
                 whole=True,
             )
         except ThreadDeletedError:
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=True)
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=True)
             raise
-        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
+        if refusals.deleted and (
+            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
+        ):
             # Refused while it was written: the refusal's clean-up may have looked
             # before it landed, so it takes itself out.
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
-        if self.retention is not None:
-            self._retainer.wrote(self.serde, self.retention, thread_id)
+        retention = self.retention
+        if retention is not None:
+            yield steps.Blocking(lambda: self._retainer.wrote(self.serde, retention, thread_id))
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -427,7 +445,7 @@ class SwarmStateSaver(ThreadMethods):
         built_on: _List[tuple[str, str]],
         *,
         whole: bool,
-    ) -> None:
+    ) -> steps.Plan[None]:
         """:meth:`put`'s one store write; ``whole``: every value stored anew."""
         serde = self.serde
         values = checkpoint["channel_values"]
@@ -438,9 +456,11 @@ class SwarmStateSaver(ThreadMethods):
         if parent_id and not whole:
             parent_pair = (namespace, keys.checkpoint_key(parent_id))
             # The parent is usually the checkpoint this saver just wrote: in the cache.
-            parent = self._values.heads.get(
-                (thread_id, checkpoint_ns, parent_id)
-            ) or self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
+            parent = self._values.heads.get((thread_id, checkpoint_ns, parent_id))
+            if parent is None:
+                parent = yield steps.Blocking(
+                    lambda: self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
+                )
         elif not whole and len(built_on) > 0:
             # A subgraph's first checkpoint: its values are compared with the
             # enclosing graph's checkpoint it runs under (the nearest one).
@@ -448,7 +468,12 @@ class SwarmStateSaver(ThreadMethods):
             outer_scope = keys.parse_scope(outer_ns)
             if outer_scope is not None:
                 outer_pair = (outer_ns, keys.checkpoint_key(outer_id))
-                outer = self._values.parent_head(serde, thread_id, outer_scope[1], outer_id)
+                outer_ns_name = outer_scope[1]
+                outer = self._values.heads.get((thread_id, outer_ns_name, outer_id))
+                if outer is None:
+                    outer = yield steps.Blocking(
+                        lambda: self._values.parent_head(serde, thread_id, outer_ns_name, outer_id)
+                    )
         stored: Mapping[str, Any] = new_versions
         if parent is None or whole:
             # A parent missing, stored whole (an earlier layout), or deleted while
@@ -457,7 +482,8 @@ class SwarmStateSaver(ThreadMethods):
             parent = None
             stored = {ch: versions[ch] for ch in values if ch in versions}
             stored.update(new_versions)
-        built = self._values.build(
+        build = functools.partial(
+            self._values.build,
             serde,
             thread_id,
             checkpoint_ns,
@@ -469,6 +495,11 @@ class SwarmStateSaver(ThreadMethods):
             outer,
             outer_pair,
         )
+        try:
+            # Where the caller runs (an event loop for aput) unless it must read.
+            built = build(offline=True)
+        except NeedsStore:
+            built = yield steps.Blocking(build)
         head = dict(checkpoint)  # the checkpoint without its values
         head.pop("channel_values", None)
         parts = (serde, head, stored_metadata, parent_id, run_id, built.forms)
@@ -499,12 +530,14 @@ class SwarmStateSaver(ThreadMethods):
             # This saver's first write: the store's checkpoints are made to carry
             # their tags, and the store marked so (with this write when it holds no
             # thread yet).
-            rows += catalog.start_converting(self.store, self._run_id_of)
+            rows += yield steps.Blocking(
+                lambda: catalog.start_converting(self.store, self._run_id_of)
+            )
         # Learned before the write: a write the store refuses teaches them too.
         allowlist.learn(built.classes)
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
         # the thread's claim, if any, is checked (guard).
-        self._guards.write(
+        yield from self._guards.write(
             thread_id,
             guard.fence_of(conf),
             built_on,
@@ -583,6 +616,14 @@ class SwarmStateSaver(ThreadMethods):
         )
         refusals.refused(thread_id, None, taken)
 
+    def _refusing(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, *, refused: bool
+    ) -> steps.Blocking:
+        """The step that runs :meth:`_refuse` (a rare path, left blocking)."""
+        return steps.Blocking(
+            lambda: self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=refused)
+        )
+
     def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str]:
         """The store names of a scope: its checkpoint namespace."""
         names = self._scope_names.get((thread_id, checkpoint_ns))
@@ -601,6 +642,16 @@ class SwarmStateSaver(ThreadMethods):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes: regular ones insert-or-ignore, special ones replace."""
+        steps.run(self.store, self._put_writes_plan(config, writes, task_id, task_path))
+
+    def _put_writes_plan(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> steps.Plan[None]:
+        """:meth:`put_writes` as a plan (:mod:`.steps`), which ``aput_writes`` awaits."""
         if not writes:
             return
         conf = configurable(config)
@@ -619,8 +670,10 @@ class SwarmStateSaver(ThreadMethods):
         namespace = self._names(thread_id, checkpoint_ns)[0]
         built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id)
         refusals = self._refusals
-        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+        if refusals.deleted and (
+            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
+        ):
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
         dumps_typed = self.serde.dumps_typed
         regular: _List[tuple[str, str, Any]] = []
@@ -641,12 +694,12 @@ class SwarmStateSaver(ThreadMethods):
             found |= allowlist.classes_in(value, type_, raw)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
-            existing = self.store.get_many([(ns, key) for ns, key, _ in regular])
+            existing = yield steps.GetMany([(ns, key) for ns, key, _ in regular])
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
         allowlist.learn(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         try:
-            self._guards.write(
+            yield from self._guards.write(
                 thread_id,
                 guard.fence_of(conf),
                 built_on,
@@ -654,11 +707,13 @@ class SwarmStateSaver(ThreadMethods):
                 if_absent=not special,
             )
         except ThreadDeletedError:
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=True)
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=True)
             raise
-        if refusals.deleted and refusals.orphaned(thread_id, namespace, built_on):
+        if refusals.deleted and (
+            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
+        ):
             # Refused while they were written: they go with their checkpoint.
-            self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=False)
+            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
 
     # -- reads -----------------------------------------------------------

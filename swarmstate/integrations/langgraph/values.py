@@ -87,6 +87,7 @@ __all__ = [
     "Built",
     "Head",
     "LenderGone",
+    "NeedsStore",
     "Values",
     "chunks_of",
 ]
@@ -117,6 +118,10 @@ _MISSING: Final = object()
 
 class LenderGone(Exception):
     """A checkpoint a put took chunks from was deleted before the put was written."""
+
+
+class NeedsStore(Exception):
+    """An ``offline`` build would have to read the store (:meth:`Values.build`)."""
 
 
 class Head(NamedTuple):
@@ -240,6 +245,8 @@ class Values:
         parent_pair: Pair | None,
         outer: Head | None = None,
         outer_pair: Pair | None = None,
+        *,
+        offline: bool = False,
     ) -> Built:
         """The forms and chunks that store ``values`` at ``versions``.
 
@@ -248,7 +255,10 @@ class Values:
         then nothing is taken from another entry). ``outer`` is the head of
         the enclosing graph's checkpoint a subgraph's first checkpoint runs
         under: a new value is compared with its version of the channel. Pass
-        the result to :meth:`cache` once the batch is written.
+        the result to :meth:`cache` once the batch is written. ``offline``:
+        raise :class:`NeedsStore` instead of reading the store (a version not
+        cached, a fork's value looked up), so an event loop can run the
+        build itself and hand only a build that reads to a worker thread.
         """
         forms: dict[str, list[Any]] = {}
         rows: list[Entry] = []
@@ -271,9 +281,13 @@ class Values:
             base = None
             lender: Pair | None = None
             if parent is not None:
-                base, lender = self._base(thread_id, checkpoint_ns, channel, parent, parent_pair)
+                base, lender = self._base(
+                    thread_id, checkpoint_ns, channel, parent, parent_pair, offline
+                )
                 if base is None and lender is None and outer is not None:
-                    base, lender = self._base(thread_id, checkpoint_ns, channel, outer, outer_pair)
+                    base, lender = self._base(
+                        thread_id, checkpoint_ns, channel, outer, outer_pair, offline
+                    )
             data = contents = None
             if type(value) is list:
                 previous = None
@@ -350,6 +364,8 @@ class Values:
             if changed:
                 missing = {ch: v for ch, v in changed if ch not in stored and ch not in forms}
                 if missing:
+                    if offline:
+                        raise NeedsStore
                     self._resolve_missing(serde, thread_id, checkpoint_ns, missing, forms, lenders)
         return Built(rows, forms, lenders, written, classes)
 
@@ -360,6 +376,7 @@ class Values:
         channel: str,
         head: Head,
         pair: Pair | None,
+        offline: bool = False,
     ) -> tuple[tuple[str, sharing.Version] | None, Pair | None]:
         """``((version id, version), lender)`` a new version of ``channel`` is compared with.
 
@@ -374,6 +391,8 @@ class Values:
         fid = form[2]
         found = self.versions.get(fid)
         if found is None:
+            if offline:
+                raise NeedsStore
             found = self._read_version(thread_id, form, (thread_id, checkpoint_ns, "(parent)"))
         return (fid, found), pair
 
