@@ -94,6 +94,7 @@ from swarmstate._checks import (
     checked_tagged,
     checked_transaction,
     encoded_rows,
+    quick_transaction,
     unmet,
 )
 from swarmstate._codec import PACK_OPTIONS, ext_default, loads, packb, refusal
@@ -420,6 +421,9 @@ class BaseStore(abc.ABC):
             ConflictError: A condition did not hold; the message names it.
                 Nothing was written.
         """
+        checked = quick_transaction(transaction) if type(transaction) is Transaction else None
+        if checked is not None:
+            return self._write(checked)
         checked = checked_transaction(transaction)
         if not (
             checked.conditions

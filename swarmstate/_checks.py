@@ -55,6 +55,7 @@ __all__ = [
     "conflict",
     "encoded_rows",
     "hide_password",
+    "quick_transaction",
     "unmet",
 ]
 
@@ -488,6 +489,68 @@ def checked_transaction(transaction: object) -> Checked:
                 check_tag_value(bound, what)
         ranges.append((tag, start, stop))
     return Checked(conditions, rows, deletes, prefixes, transaction.if_absent, tags, ranges)
+
+
+def quick_transaction(transaction: Transaction) -> Checked | None:
+    """:func:`checked_transaction` of the shape a checkpoint write has, in one pass; else None.
+
+    Raw sets (3- or 4-tuples, ASCII names and tag values, bytes values) on
+    ``Absent``/``Present`` conditions, in lists or tuples, with no deletes:
+    the general checks cost more than the write itself for a few such rows.
+    None for anything else, including anything the general checks would
+    refuse, which then refuse it as they always did.
+    """
+    if (
+        transaction.raw is not True
+        or type(transaction.if_absent) is not bool
+        or transaction.deletes
+        or transaction.prefix_deletes
+        or transaction.tag_deletes
+    ):
+        return None
+    conditions, sets = transaction.conditions, transaction.sets
+    if type(conditions) not in (list, tuple) or type(sets) not in (list, tuple) or not sets:
+        return None
+    for condition in conditions:
+        kind = type(condition)
+        if kind is not Absent and kind is not Present:
+            return None
+        assert isinstance(condition, Absent | Present)
+        ns, key = condition.namespace, condition.key
+        if type(ns) is not str or type(key) is not str or not (ns.isascii() and key.isascii()):
+            return None
+    rows: list[Row] = []
+    tags: list[TagPair] = []
+    tagged = False
+    for entry in sets:
+        if type(entry) is not tuple:
+            return None
+        if len(entry) == 4:
+            ns, key, data, found = entry
+            if type(found) is not Tags:
+                return None
+            pair = (found.order, found.group)
+            for value in pair:
+                if value is not None and (
+                    type(value) is not str or not value.isascii() or len(value) > MAX_TAG_BYTES
+                ):
+                    return None
+            tagged = tagged or pair != NO_TAGS
+        elif len(entry) == 3:
+            ns, key, data = entry
+            pair = NO_TAGS
+        else:
+            return None
+        if (
+            type(ns) is not str
+            or type(key) is not str
+            or type(data) is not bytes
+            or not (ns.isascii() and key.isascii())
+        ):
+            return None
+        rows.append(((ns, key), data))
+        tags.append(pair)
+    return Checked(list(conditions), rows, [], [], transaction.if_absent, tags if tagged else None)
 
 
 def check_tag(tag: object) -> None:

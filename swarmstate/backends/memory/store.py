@@ -265,7 +265,10 @@ class Store(BaseStore):
         those with ASCII names and tag values, bytes values, lists or tuples
         throughout, are checked and written here in one pass. Anything else,
         and anything that would fail a check, takes the general path, which
-        raises as it always did.
+        raises as it always did. The checks are those of
+        :func:`~swarmstate._checks.quick_transaction` (which the other
+        backends take), inline: building its ``Checked`` and running the
+        general :meth:`_write` cost about 0.8 us more a call here.
         """
         if (
             type(transaction) is Transaction
