@@ -373,14 +373,16 @@ class PostgresStore(BaseStore):
         ``afrom_conn_string``, or an ``async_pool=`` passed in)."""
         return self._async.usable_here()
 
-    async def aopen(self) -> None:
+    async def aopen(self, *, check_schema: bool = True) -> None:
         """Open the async pool now and check the schema (else the first awaited call does).
 
         For an application's startup (a server's lifespan): a bad schema
-        fails there, not in the first request.
+        fails there, not in the first request. ``check_schema=False`` opens
+        the pool only, for a schema that ``setup()`` creates next.
         """
         await self._async.connections()
-        await self._async.ready()
+        if check_schema:
+            await self._async.ready()
 
     async def aget(self, namespace: str, key: str, default: Any = None) -> Any:
         """:meth:`get`, awaited."""

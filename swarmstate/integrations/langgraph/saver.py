@@ -35,12 +35,14 @@ Design points:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import heapq
 import json
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from swarmstate import backends
@@ -316,7 +318,50 @@ class SwarmStateSaver(ThreadMethods):
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self._run(self.close)
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`: the store's own ``aclose`` where it has one (its
+        async pool is closed on its loop), else ``close`` off the loop."""
+        if not self._owns_store:
+            return
+        aclose = getattr(self.store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        else:
+            await self._run(self.store.close)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def afrom_conn_string(
+        cls, conn_string: str, **options: Any
+    ) -> AsyncIterator[SwarmStateSaver]:
+        """The async twin of :meth:`from_conn_string`, for an ``async with`` block.
+
+        On PostgreSQL the store's async pool is opened on the running loop
+        before the block (so ``aput``, ``aput_writes`` wait on the server
+        without a thread) and closed after it; pool settings go in
+        ``options`` (``min_size=``, ``max_size=``, ``timeout=``, as for
+        :class:`~swarmstate.backends.postgres.PostgresStore`). A file or
+        ``":memory:"`` opens as :meth:`from_conn_string` does::
+
+            async with SwarmStateSaver.afrom_conn_string(DSN, max_size=20) as saver:
+                await saver.asetup()
+                graph = builder.compile(checkpointer=saver)
+        """
+        saver = await asyncio.to_thread(cls.from_conn_string, conn_string, **options)
+        try:
+            aopen = getattr(saver.store, "aopen", None)
+            if aopen is not None:
+                # The pool only: a new schema is made by asetup() in the block.
+                await aopen(check_schema=False)
+            yield saver
+        finally:
+            await saver.aclose()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (run off the loop: it creates tables once)."""
+        await asyncio.to_thread(self.setup)
 
     @staticmethod
     def parse_namespace(namespace: str) -> tuple[str, str] | None:
