@@ -69,14 +69,17 @@ class AsyncMethods(BaseCheckpointSaver[str]):
     ) -> steps.Plan[None]:
         raise NotImplementedError  # the subclass implements it
 
+    def _get_tuple_plan(self, config: RunnableConfig) -> steps.Plan[CheckpointTuple | None]:
+        raise NotImplementedError  # the subclass implements it
+
     async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         if self._async_inline:
             return fn(*args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
-        return await self._run(self.get_tuple, config)
+        """Async :meth:`get_tuple`: the same plan, its store calls awaited."""
+        return await steps.arun(self.store, self._get_tuple_plan(config))
 
     async def alist(
         self,

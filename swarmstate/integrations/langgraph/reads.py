@@ -180,8 +180,13 @@ def decode(
     )
 
 
-def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointTuple]:
+def complete(
+    serde: Any, values: Values, batch: list[Found], *, offline: bool = False
+) -> list[CheckpointTuple]:
     """Read the channel values of a batch of decoded rows, and build their tuples.
+
+    ``offline``: raise :class:`~.values.NeedsStore` where a value must be read
+    from the store (none of its bytes cached).
 
     A checkpoint whose stored values went missing while it was read, because
     it was deleted meanwhile (retention in another process), is left out; one
@@ -199,6 +204,7 @@ def complete(serde: Any, values: Values, batch: list[Found]) -> list[CheckpointT
                 )
                 for i in shared
             ],
+            offline=offline,
         )
         if incomplete:
             gone = _deleted(values, [(batch[shared[i]], channel) for i, channel in incomplete])

@@ -765,6 +765,10 @@ class SwarmStateSaver(ThreadMethods):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by ``config``, or the latest of its thread and namespace."""
+        return steps.run(self.store, self._get_tuple_plan(config))
+
+    def _get_tuple_plan(self, config: RunnableConfig) -> steps.Plan[CheckpointTuple | None]:
+        """:meth:`get_tuple` as a plan (:mod:`.steps`), which ``aget_tuple`` awaits."""
         conf, thread_id, checkpoint_ns = scope_of(config)
         namespace = self._names(thread_id, checkpoint_ns)[0]
         checkpoint_id = conf.get("checkpoint_id")
@@ -774,14 +778,14 @@ class SwarmStateSaver(ThreadMethods):
                     f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
                 )
             start, stop = keys.group_range(checkpoint_id)
-            rows = self.store.items(namespace, start=start, stop=stop, raw=True)
+            rows = yield steps.Items(namespace, start=start, stop=stop)
             if not rows or rows[0][0] != start + keys.CHECKPOINT:
                 return None
             found = self._decode(
                 thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
             )
-            return self._one(found)
-        latest = self.store.items(namespace, reverse=True, limit=1, raw=True)
+            return (yield from self._one_plan(found))
+        latest = yield steps.Items(namespace, reverse=True, limit=1)
         if not latest:
             return None
         key, stored_entry = latest[0]
@@ -790,9 +794,18 @@ class SwarmStateSaver(ThreadMethods):
             found = self._decode(
                 thread_id, checkpoint_ns, keys.checkpoint_id_of(key), stored_entry, []
             )
-            one = self._one(found)
+            one = yield from self._one_plan(found)
             if one is not None:
                 return one
+        # With pending writes, or deleted while read: the group reads, left blocking.
+        grouped: CheckpointTuple | None = yield steps.Blocking(
+            lambda: self._latest_group(thread_id, checkpoint_ns)
+        )
+        return grouped
+
+    def _latest_group(self, thread_id: str, checkpoint_ns: str) -> CheckpointTuple | None:
+        """The newest checkpoint of a namespace that can be read, with its writes."""
+        namespace = self._names(thread_id, checkpoint_ns)[0]
         for group in reads.groups(self.store.items, namespace, None, 8):
             # The newest that can be read: one deleted while it was read is skipped.
             one = self._one(self._decode(thread_id, checkpoint_ns, *group))
@@ -951,9 +964,12 @@ class SwarmStateSaver(ThreadMethods):
             ),
         )
 
-    def _complete(self, batch: _List[reads.Found]) -> _List[CheckpointTuple]:
+    def _complete(
+        self, batch: _List[reads.Found], *, offline: bool = False
+    ) -> _List[CheckpointTuple]:
         return self._allowlist.read(
-            self.serde, lambda reader: reads.complete(reader, self._values, batch)
+            self.serde,
+            lambda reader: reads.complete(reader, self._values, batch, offline=offline),
         )
 
     def _reader(self) -> SerializerProtocol:
@@ -964,6 +980,16 @@ class SwarmStateSaver(ThreadMethods):
         if found is None:
             return None
         done = self._complete([found])
+        return done[0] if done else None
+
+    def _one_plan(self, found: reads.Found | None) -> steps.Plan[CheckpointTuple | None]:
+        """:meth:`_one` where the caller runs, unless its values must be read: a thread."""
+        if found is None:
+            return None
+        try:
+            done = self._complete([found], offline=True)
+        except NeedsStore:
+            done = yield steps.Blocking(lambda: self._complete([found]))
         return done[0] if done else None
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

@@ -447,7 +447,11 @@ class Values:
     # -- reads -----------------------------------------------------------------
 
     def fill(
-        self, serde: Any, found: list[tuple[Context, dict[str, Any], dict[str, list[Any]]]]
+        self,
+        serde: Any,
+        found: list[tuple[Context, dict[str, Any], dict[str, list[Any]]]],
+        *,
+        offline: bool = False,
     ) -> list[tuple[int, str]]:
         """Set ``channel_values`` of each ``(context, checkpoint, forms)``.
 
@@ -470,7 +474,7 @@ class Values:
                 if name is not None and name not in wanted:
                     wanted[name] = (context, form)
             names.append(mine)
-        stored = self._fetch(wanted)
+        stored = self._fetch(wanted, offline=offline)
         incomplete: list[tuple[int, str]] = []
         reviver = self.reviver
         for index, ((context, checkpoint, _), mine) in enumerate(zip(found, names, strict=True)):
@@ -538,12 +542,15 @@ class Values:
         self,
         wanted: dict[Any, tuple[Context, list[Any]]],
         made: dict[str, sharing.Version] | None = None,
+        *,
+        offline: bool = False,
     ) -> dict[Any, Any]:
         """The serializer pairs of ``wanted`` (name -> asking context, form).
 
         A name whose bytes are missing (a chunk, segment or value entry gone)
         is left out; a legacy value entry that holds no value maps to None.
         ``made`` receives the versions assembled from chunks, by id.
+        ``offline``: raise :class:`NeedsStore` rather than read the store.
         """
         out: dict[Any, Any] = {}
         chunk_names: dict[Any, tuple[str, list[Any]]] = {}
@@ -588,6 +595,8 @@ class Values:
                     raise DecodeError(f"unknown value form {code!r}")
             except (TypeError, IndexError, DecodeError) as exc:
                 raise _corrupt(*context, "?", exc) from exc
+        if offline and (chunk_keys or legacy_lists or apart):
+            raise NeedsStore
         if chunk_keys:
             order = list(chunk_keys)
             rows = self.store.get_many(order, raw=True)
