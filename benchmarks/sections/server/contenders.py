@@ -115,7 +115,7 @@ async def _postgres(stack: AsyncExitStack, dsn: str, pool_size: int) -> list[Con
         open=False,
     )
     await stack.enter_async_context(pool)
-    peer = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+    peer = AsyncPostgresSaver(pool)
     await peer.setup()
     return [
         Contender(
