@@ -52,6 +52,7 @@ SECTIONS: dict[str, str] = {
     "retention": "sections.retention:section_retention",  # expire, keep_last, reclaim
     "shapes": "sections.shapes.section:section_shapes",  # every state shape against its peer (#28)
     "threads": "sections.threads.section:section_threads",  # 1,000 to 100,000 threads (#31)
+    "server": "sections.server.section:section_server",  # users awaiting one event loop (#39)
 }
 PUBLISHED = HERE / "results.json"
 SCHEMA = 2

@@ -459,3 +459,77 @@ def test_compare_takes_a_claim_with_one_figure_per_process_within_five_percent()
     other = copy.deepcopy(timed)
     other["claims"][0].update(ratio=1.15, q1=1.12, q3=1.2)
     assert compare.compare(timed, other)[1] == 1
+
+
+def _served(lag_ms: float, turn_ms: float, seconds: float) -> Any:
+    from benchmarks.sections.server.load import Served
+
+    return Served(4, 5, seconds, [int(turn_ms * 1e6)] * 20, [int(lag_ms * 1e6)] * 100)
+
+
+def _server_claims(ours: Any, peer: Any) -> dict[str, dict[str, Any]]:
+    """The server section's claims over three rounds of figures, ours and the file's peer."""
+    from benchmarks.sections.server import contenders, section
+
+    run = section.ServerRun(users=(4,), turns=5, rounds=3)
+    served = {("disk", 4, contenders.OURS_DISK): [ours] * 3}
+    served[("disk", 4, contenders.PEER_DISK)] = [peer] * 3
+    setups: dict[str, dict[str, Any]] = {contenders.OURS_DISK: {}, contenders.PEER_DISK: {}}
+    res = Results()
+    section.record(run, section.Measured(served, setups, ["disk"]), res)
+    return {claim["id"]: claim for claim in res.claims}
+
+
+def test_the_server_sections_lag_limit_is_twice_the_peers_or_two_ms_where_it_is_under_one() -> None:
+    lag = "server.disk.u4.lag_p99"
+    # The peer under 1 ms: ours is held to 2 ms.
+    assert _server_claims(_served(1.9, 10, 1), _served(0.3, 10, 1))[lag]["verdict"] == "holds"
+    assert _server_claims(_served(2.1, 10, 1), _served(0.3, 10, 1))[lag]["verdict"] == "missed"
+    # The peer at 3 ms: ours is held to twice that.
+    assert _server_claims(_served(5.9, 10, 1), _served(3.0, 10, 1))[lag]["verdict"] == "holds"
+    claims = _server_claims(_served(6.3, 12, 1.25), _served(3.0, 10, 1))
+    assert claims[lag]["verdict"] == "missed"
+    assert claims[lag]["ratio"] == pytest.approx(2.1)
+    # Fewer turns a second and a slower p99 than the peer's: both missed.
+    assert claims["server.disk.u4.throughput"]["ratio"] == pytest.approx(0.8)
+    assert claims["server.disk.u4.throughput"]["verdict"] == "missed"
+    assert claims["server.disk.u4.turn_p99"]["ratio"] == pytest.approx(1.2)
+    assert claims["server.disk.u4.turn_p99"]["verdict"] == "missed"
+    assert claims["server.postgres.u4.throughput"]["note"].startswith("needs --pg-dsn")
+
+
+def test_a_tiny_run_of_the_server_section_measures_both_stores(pg_conninfo: str) -> None:
+    from benchmarks import run
+    from benchmarks.sections.server.section import METRICS
+
+    cfg = _tiny(7)
+    cfg.pg_dsn = pg_conninfo
+    cfg.server_users, cfg.server_turns, cfg.server_rounds = [2, 3], 2, 2
+    doc = run.run(cfg, ["server"], processes=1)
+    _measured(doc)
+    assert len(doc["claims"]) == 2 * 2 * 3  # stores x concurrencies x (throughput, p99, lag)
+    for store in ("disk", "postgres"):
+        for users in (2, 3):
+            mine = {
+                rid: row
+                for rid, row in doc["rows"].items()
+                if rid.startswith(f"server.{store}.u{users}.")
+            }
+            assert len(mine) == 2 * len(METRICS) + 1  # ours, the peer, the peer's lag allowance
+            assert all(len(row["rounds"]) == 2 for row in mine.values())
+            turns = [row for rid, row in mine.items() if ".turn_p50." in rid]
+            assert [row["turns_measured"] for row in turns] == [2 * users * 2] * 2
+            allowance = next(row for rid, row in mine.items() if ".lag_allowance." in rid)
+            assert min(allowance["rounds"]) >= 1.0
+
+
+def test_the_server_section_runs_alone_and_prints_its_ratios() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.sections.server",
+         "--users", "2", "--turns", "1", "--rounds", "1"],
+        capture_output=True, text=True, check=False, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "disk, 2 users x 1 turns" in proc.stdout
+    assert re.search(r"^  throughput \(turns/s\) .* \d\.\d\d \[", proc.stdout, re.M)
+    assert "needs --pg-dsn" in proc.stdout

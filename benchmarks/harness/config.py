@@ -48,6 +48,10 @@ class Config:
     # checkpoint is as large as on the longest thread.
     thread_lengths: list[int] = field(default_factory=lambda: [5, 50, 500, 2_000])
     mid_thread: int = 50
+    # The server section: concurrent users on one event loop, turns each per round, rounds.
+    server_users: list[int] = field(default_factory=lambda: [16, 64])
+    server_turns: int = 20
+    server_rounds: int = 5
     pg_dsn: str | None = None
     hash_seed: str | None = None  # PYTHONHASHSEED of the run (run.py pins it from seed)
 
@@ -68,6 +72,7 @@ class Config:
             cfg.writes_per_process = 200
             cfg.writer_rounds = 1
             cfg.thread_lengths = [5, 50, 200]
+            cfg.server_turns, cfg.server_rounds = 4, 5
         return cfg
 
     def few_calls(self, calls: int) -> int:

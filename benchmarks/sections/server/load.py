@@ -1,0 +1,81 @@
+"""The load a server puts on a checkpointer: many users awaiting one graph on one event loop.
+
+:func:`serve` runs ``users`` tasks on the running loop, each ``await``-ing
+``graph.ainvoke`` on a thread of its own, turn after turn, while a ticker
+task on the same loop sleeps a millisecond at a time and records how late
+each wake-up is (the loop's lag: how long every other request on that
+server would have waited for the loop at that moment). Nothing here knows
+which saver the graph writes through.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TICK_NS", "Served", "serve"]
+
+TICK_NS = 1_000_000  # the ticker's sleep
+
+
+@dataclass
+class Served:
+    """What one run of the load measured."""
+
+    users: int
+    turns: int
+    seconds: float  # from the first user's start to the last user's end
+    turn_ns: list[int]  # each ainvoke, in the order they ended
+    lag_ns: list[int]  # each wake-up of the ticker: how much later than asked
+
+    @property
+    def throughput(self) -> float:
+        """Turns per second over the run."""
+        return len(self.turn_ns) / self.seconds
+
+
+async def _tick(lags: list[int], stop: asyncio.Event) -> None:
+    sleep = TICK_NS / 1e9
+    clock = time.perf_counter_ns
+    while not stop.is_set():
+        began = clock()
+        await asyncio.sleep(sleep)
+        lags.append(max(0, clock() - began - TICK_NS))
+
+
+async def serve(
+    graph: Any,
+    turn_input: Callable[[int], dict[str, Any]],
+    users: int,
+    turns: int,
+    tag: str,
+) -> Served:
+    """``users`` concurrent users, each ``turns`` awaited turns on thread ``<tag>-<user>``.
+
+    ``durability="sync"``: a turn's checkpoints are written before its
+    ``ainvoke`` returns, as a server that must not lose a turn runs them.
+    """
+    clock = time.perf_counter_ns
+    turn_ns: list[int] = []
+    lags: list[int] = []
+    stop = asyncio.Event()
+
+    async def user(number: int) -> None:
+        config = {"configurable": {"thread_id": f"{tag}-{number}"}}
+        for turn in range(turns):
+            began = clock()
+            await graph.ainvoke(turn_input(turn), config, durability="sync")
+            turn_ns.append(clock() - began)
+
+    ticker = asyncio.create_task(_tick(lags, stop))
+    began = clock()
+    try:
+        async with asyncio.TaskGroup() as users_running:  # one user failing stops them all
+            for number in range(users):
+                users_running.create_task(user(number))
+        seconds = (clock() - began) / 1e9
+    finally:
+        stop.set()
+        await ticker
+    return Served(users, turns, seconds, turn_ns, lags)
