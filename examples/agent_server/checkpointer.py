@@ -1,7 +1,8 @@
 """The checkpointer factory the Agent Server loads (``checkpointer.path`` in ``langgraph.json``).
 
 The server enters the factory's context when it starts and leaves it when it
-stops; ``from_conn_string`` opens the store and closes it on the way out.
+stops; ``afrom_conn_string`` opens the store (and, on PostgreSQL, its async
+pool on the server's loop) and closes it on the way out.
 ``SWARMSTATE_CONN`` picks the store: a file path (the default,
 ``swarmstate.db`` in the server's working directory), or a PostgreSQL URL.
 
@@ -12,7 +13,6 @@ Run from this directory (docs/langgraph.md, *Agent Server*, says why the variabl
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,8 +23,6 @@ from swarmstate.integrations.langgraph import SwarmStateSaver
 @asynccontextmanager
 async def saver() -> AsyncIterator[SwarmStateSaver]:
     conn = os.environ.get("SWARMSTATE_CONN", "swarmstate.db")
-    # Opening a file or a connection pool blocks: keep it off the server's event loop.
-    checkpointer = await asyncio.to_thread(SwarmStateSaver.from_conn_string, conn)
-    async with checkpointer:
-        await asyncio.to_thread(checkpointer.setup)  # creates PostgreSQL tables once; else a no-op
+    async with SwarmStateSaver.afrom_conn_string(conn) as checkpointer:
+        await checkpointer.asetup()  # creates PostgreSQL tables once; else a no-op
         yield checkpointer
