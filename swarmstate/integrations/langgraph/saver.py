@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 from swarmstate import backends
 from swarmstate._base import BaseStore
 from swarmstate._checks import Tags, hide_password
+from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate.backends.memory import Store
 from swarmstate.integrations.langgraph import catalog, keys
@@ -728,12 +729,13 @@ class SwarmStateSaver(ThreadMethods):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
             packed = pack(raw) if self.compress and type(raw) is bytes else None
+            # Encoded here, as the store would: a raw write takes its quick path.
             stored_entry = (
                 namespace,
                 keys.write_key(checkpoint_id, task_id, idx),
-                [task_id, idx, task_path, channel, type_, raw]
+                dumps([task_id, idx, task_path, channel, type_, raw])
                 if packed is None
-                else [task_id, idx, task_path, channel, type_, packed, len(raw)],
+                else dumps([task_id, idx, task_path, channel, type_, packed, len(raw)]),
             )
             (special if idx < 0 else regular).append(stored_entry)
             found |= allowlist.classes_in(value, type_, raw)
@@ -749,6 +751,7 @@ class SwarmStateSaver(ThreadMethods):
                 guard.fence_of(conf),
                 built_on,
                 special or regular,
+                raw=True,
                 if_absent=not special,
             )
         except ThreadDeletedError:
