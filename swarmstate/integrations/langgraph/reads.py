@@ -185,7 +185,7 @@ def complete(
 ) -> list[CheckpointTuple]:
     """Read the channel values of a batch of decoded rows, and build their tuples.
 
-    ``offline``: raise :class:`~.values.NeedsStore` where a value must be read
+    ``offline``: raise :class:`~.steps.NeedsStore` where a value must be read
     from the store (none of its bytes cached).
 
     A checkpoint whose stored values went missing while it was read, because

@@ -82,7 +82,7 @@ try:
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
     from swarmstate.integrations.langgraph.revive import msgpack_as_jsonplus
-    from swarmstate.integrations.langgraph.values import Head, LenderGone, NeedsStore, Values
+    from swarmstate.integrations.langgraph.values import Head, LenderGone, Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
@@ -541,11 +541,8 @@ class SwarmStateSaver(ThreadMethods):
             outer,
             outer_pair,
         )
-        try:
-            # Where the caller runs (an event loop for aput) unless it must read.
-            built = build(offline=True)
-        except NeedsStore:
-            built = yield steps.Blocking(build)
+        # Awaited: on the loop unless it must read the store (then in a thread).
+        built = yield steps.Blocking(build, first=functools.partial(build, offline=True))
         head = dict(checkpoint)  # the checkpoint without its values
         head.pop("channel_values", None)
         parts = (serde, head, stored_metadata, parent_id, run_id, built.forms)
@@ -986,13 +983,13 @@ class SwarmStateSaver(ThreadMethods):
         return done[0] if done else None
 
     def _one_plan(self, found: reads.Found | None) -> steps.Plan[CheckpointTuple | None]:
-        """:meth:`_one` where the caller runs, unless its values must be read: a thread."""
+        """:meth:`_one` as a plan: awaited, on the loop unless its values must be read."""
         if found is None:
             return None
-        try:
-            done = self._complete([found], offline=True)
-        except NeedsStore:
-            done = yield steps.Blocking(lambda: self._complete([found]))
+        done = yield steps.Blocking(
+            lambda: self._complete([found]),
+            first=lambda: self._complete([found], offline=True),
+        )
         return done[0] if done else None
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

@@ -25,7 +25,18 @@ from typing import Any, TypeVar
 from swarmstate._base import BaseStore
 from swarmstate._checks import Transaction
 
-__all__ = ["Blocking", "GetMany", "Items", "Plan", "Step", "Write", "arun", "mode_of", "run"]
+__all__ = [
+    "Blocking",
+    "GetMany",
+    "Items",
+    "NeedsStore",
+    "Plan",
+    "Step",
+    "Write",
+    "arun",
+    "mode_of",
+    "run",
+]
 
 _T = TypeVar("_T")
 
@@ -55,13 +66,25 @@ class GetMany:
     pairs: list[tuple[str, str]]
 
 
+class NeedsStore(Exception):
+    """Raised by a :attr:`Blocking.first` attempt that would have to read the store."""
+
+
 @dataclass(frozen=True, slots=True)
 class Blocking:
-    """A call of the saver's blocking code, for the rare paths not split into steps
-    (a refusal's clean-up, retention, a parent read by a fork): run as it is by
-    :func:`run`, in a worker thread by :func:`arun` unless the store never blocks."""
+    """A call of the saver's blocking code, for the work not split into steps (a
+    build or a decode that may read bytes not cached, a refusal's clean-up,
+    retention): run as it is by :func:`run`, in a worker thread by :func:`arun`
+    unless the store never blocks.
+
+    ``first``, if given, is the same work done without reading the store
+    (raising :class:`NeedsStore` where it would have to): :func:`arun` tries it
+    on the loop, and hands ``call`` to a thread only when it raises. :func:`run`
+    calls ``call`` alone, so the blocking path never does the work twice.
+    """
 
     call: Callable[[], Any]
+    first: Callable[[], Any] | None = None
 
 
 Step = Write | Items | GetMany | Blocking
@@ -103,6 +126,11 @@ def run(store: BaseStore, plan: Plan[_T]) -> _T:
 
 
 async def _awaited(store: BaseStore, step: Step, mode: str) -> Any:
+    if type(step) is Blocking and step.first is not None:
+        try:
+            return step.first()
+        except NeedsStore:
+            pass
     if mode == "inline":
         return _blocking(store, step)
     if mode == "native" and type(step) is not Blocking:

@@ -76,6 +76,7 @@ from swarmstate.integrations.langgraph import allowlist, entry, keys, legacy, sh
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
 from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, inflate_envelope, pack_envelope
 from swarmstate.integrations.langgraph.revive import Reviver
+from swarmstate.integrations.langgraph.steps import NeedsStore
 
 __all__ = [
     "APART",
@@ -87,7 +88,6 @@ __all__ = [
     "Built",
     "Head",
     "LenderGone",
-    "NeedsStore",
     "Values",
     "chunks_of",
 ]
@@ -118,10 +118,6 @@ _MISSING: Final = object()
 
 class LenderGone(Exception):
     """A checkpoint a put took chunks from was deleted before the put was written."""
-
-
-class NeedsStore(Exception):
-    """An ``offline`` build would have to read the store (:meth:`Values.build`)."""
 
 
 class Head(NamedTuple):
