@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import ormsgpack
+import pytest
 from hypothesis import given, settings, strategies
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -138,6 +139,23 @@ def test_a_window_trimmed_as_items_are_added_writes_about_the_added_items() -> N
         versions.append(window)
     written, whole, _ = _written(versions)
     assert written < whole / 8
+
+
+@pytest.mark.parametrize("dropped", [1, 3, 9])
+def test_a_window_whose_items_open_alike_takes_the_rest_from_where_it_really_starts(
+    dropped: int,
+) -> None:
+    # Every item has the same length and opens with the same 60 characters, so
+    # the new bytes' first bytes are found in the base at every item; only one
+    # place begins the rest of it.
+    opening = "x" * 60
+    window = [f"{opening} item {i:04d} {'y' * 100}" for i in range(30)]
+    base, chunks = sharing.whole(ormsgpack.packb(window))
+    added = f"{opening} item 0099 {'y' * 100}"
+    data = ormsgpack.packb([*window[dropped:], added])
+    made, new = sharing.share(data, base)
+    assert sharing.assemble(made.parts, dict(chunks + new)) == data
+    assert made.fresh <= len(ormsgpack.packb(added)) + 8  # the added item, maybe a header
 
 
 def test_a_dict_with_one_key_changed_writes_about_that_key() -> None:

@@ -15,11 +15,15 @@ bytes and parts are known), over bytes only, with operations that run in C:
 * the longest common prefix and suffix of the two bodies, by bisection with
   ``bytes.startswith``/``endswith`` (``memcmp``; a first comparison of the
   whole base body settles the append, the common case);
-* between them, runs of the base found by ``bytes.find`` of a few anchors
-  (the base's last bytes: a window that dropped items at the front and added
-  some at the end; the new bytes' first bytes; the base's middle: a text
-  rewritten at both ends), each extended both ways by bisection, and the
-  pieces left on either side searched the same way, a few levels deep.
+* a window trimmed at the front: the new body's first bytes found in the
+  base (``bytes.find``), and the base from there to its end beginning the
+  new body (one comparison), tried at a few places;
+* between the common prefix and suffix, runs of the base found by
+  ``bytes.find`` of a few anchors (the base's last bytes: a window that
+  dropped items at the front and added some at the end; the new bytes'
+  first bytes; the base's middle: a text rewritten at both ends), each
+  extended both ways by bisection, and the pieces left on either side
+  searched the same way, a few levels deep.
 
 What matches becomes ranges of the base's chunks (no byte is written
 again); what does not goes into one new chunk. Nothing here depends on the
@@ -78,6 +82,8 @@ TIER_BYTES: Final = 2048
 """Parts below this size are the smallest tier; each next tier is ``FANIN`` times larger."""
 _ANCHOR: Final = 48
 """Bytes of an anchor searched for with ``bytes.find``."""
+_TRIES: Final = 4
+"""Places in the base where the new bytes' first bytes are tried as a trimmed window's start."""
 _DEPTH: Final = 3
 """How many times the pieces left beside a run are searched again."""
 _SEARCH_MIN: Final = 256
@@ -179,7 +185,9 @@ def share(
         # Appended to (the common case): the base's body, then new bytes.
         spans = [(head, head + base_body, base_head), (head + base_body, stop, -1)]
     else:
-        spans = _spans(data, head, stop, base_data, base_head, base_stop)
+        spans = _trimmed(data, head, stop, base_data, base_head, base_stop) or _spans(
+            data, head, stop, base_data, base_head, base_stop
+        )
     parts: list[Part] = [data[:head]] if head else []
     chunks: list[tuple[str, bytes]] = []
     fresh = [(a, b) for a, b, at in spans if at < 0 and b > a]
@@ -213,6 +221,36 @@ def share(
             used = {part[0] for part in parts if type(part) is tuple}
             chunks = [chunk for chunk in chunks + merged if chunk[0] in used]
     return Version(data, tuple(parts), list(accumulate(sizes)), fresh_bytes), chunks
+
+
+def _trimmed(
+    data: bytes, start: int, stop: int, base: bytes, base_start: int, base_stop: int
+) -> list[Span] | None:
+    """Spans when the new body begins with the base body's tail, else None.
+
+    A window that dropped items at the front and added some at the end: the
+    new bytes' first :data:`_ANCHOR` bytes are found in the base (``find``),
+    and the base from there to its end begins the new bytes (one
+    ``memcmp``), so two calls in C settle it where the general search
+    (:func:`_spans`) takes a few dozen. A few places are tried, in case the
+    first bytes recur earlier in the base (items that open alike).
+    """
+    if stop - start < MIN_RUN or base_stop - base_start < MIN_RUN:
+        return None
+    anchor = data[start : start + _ANCHOR]
+    view = memoryview(base)
+    find = base.find
+    at = base_start  # at base_start itself it would be an append, already ruled out
+    for _ in range(_TRIES):
+        at = find(anchor, at + 1, base_stop)
+        if at < 0:
+            return None
+        kept = base_stop - at
+        if kept < MIN_RUN:
+            return None
+        if kept <= stop - start and data.startswith(view[at:base_stop], start):
+            return [(start, start + kept, at), (start + kept, stop, -1)]
+    return None
 
 
 def _spans(
