@@ -1,9 +1,10 @@
 """The LangGraph views of a store: threads, a thread's history, one checkpoint, a diff.
 
 Built only on the saver's public reads (``SwarmStateSaver.list``,
-``get_tuple``, ``get_delta_channel_history``, ``list_threads`` and
-``thread_size``), so the views keep working when the saver changes how it
-lays out its entries. A checkpoint is read as LangGraph reads it
+``get_tuple``, ``get_delta_channel_history``, ``recent_threads``,
+``thread_count``, ``thread_checkpoints`` and ``thread_size``), so the views
+keep working when the saver changes how it lays out its entries. A
+checkpoint is read as LangGraph reads it
 (:mod:`swarmstate._cli.checkpoints`); values are printed by
 :mod:`swarmstate._cli.values`. Each view returns a JSON-ready dict;
 ``docs/cli.md`` lists its keys.
@@ -37,10 +38,11 @@ __all__ = [
 
 
 class ListedThread(NamedTuple):
-    """A thread and when its newest checkpoint was written."""
+    """A thread, its newest checkpoint (every namespace) and when it was written."""
 
     thread_id: str
     last_activity: str | None  # the checkpoint's ``ts`` (ISO 8601); None: no checkpoint
+    last_checkpoint_id: str | None = None
 
 
 def _moment(ts: str) -> datetime.datetime:
@@ -67,7 +69,13 @@ def threads_by_activity(
             iter(saver.list(checkpoints.config(found.thread_id, None, found.checkpoint_id))), None
         )
         ts = None if latest is None else latest.checkpoint.get("ts")
-        page.append(ListedThread(found.thread_id, ts if isinstance(ts, str) else None))
+        page.append(
+            ListedThread(
+                found.thread_id,
+                ts if isinstance(ts, str) else None,
+                None if latest is None else checkpoints.checkpoint_id(latest),
+            )
+        )
     return page, saver.thread_count()
 
 
@@ -75,18 +83,15 @@ def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, A
     """A page of threads, newest activity first: checkpoints, namespaces, last activity, bytes."""
     page, total = threads_by_activity(saver, limit, offset)
     rows = []
-    for thread_id, last_activity in page:
-        count, latest, namespaces = 0, None, set()
-        for found in saver.list(checkpoints.config(thread_id)):
-            count += 1
-            latest = latest or found
-            namespaces.add(checkpoints.checkpoint_ns(found))
+    for thread_id, last_activity, last_checkpoint_id in page:
+        # Counted from the store's keys: a long thread's checkpoints are not read.
+        counts = saver.thread_checkpoints(thread_id)
         rows.append(
             {
                 "thread_id": thread_id,
-                "checkpoints": count,
-                "namespaces": sorted(namespaces),
-                "last_checkpoint_id": None if latest is None else checkpoints.checkpoint_id(latest),
+                "checkpoints": sum(counts.values()),
+                "namespaces": sorted(ns for ns, count in counts.items() if count),
+                "last_checkpoint_id": last_checkpoint_id,
                 "last_activity": last_activity,
                 "value_bytes": saver.thread_size(thread_id),
             }

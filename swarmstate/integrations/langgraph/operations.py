@@ -162,6 +162,14 @@ class ThreadMethods(AsyncMethods):
                 return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
         return None
 
+    def thread_checkpoints(self, thread_id: str) -> dict[str, int]:
+        """How many checkpoints the thread holds, per checkpoint namespace (``""``: the root).
+
+        Counted from the store's keys: no checkpoint is read or decoded, so
+        it costs the thread's number of entries, not the size of its values.
+        """
+        return threads.checkpoint_counts(self.store, thread_id_of({"thread_id": thread_id}))
+
     def thread_size(self, thread_id: str) -> int:
         """Bytes the thread takes in the store: checkpoints, writes and the chunks of values.
 

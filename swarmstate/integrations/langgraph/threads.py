@@ -74,6 +74,17 @@ def scopes_of(store: BaseStore, thread_id: str) -> list[tuple[str, str]]:
     ]
 
 
+def checkpoint_counts(store: BaseStore, thread_id: str) -> dict[str, int]:
+    """How many checkpoints each checkpoint namespace of a thread holds: keys only, none read."""
+    counts: dict[str, int] = {}
+    for namespace in store.namespaces(keys.thread_prefix(thread_id)):
+        scope = keys.parse_scope(namespace)
+        if scope is not None:
+            found = store.keys(namespace)
+            counts[scope[1]] = sum(1 for key in found if key[-1] == keys.CHECKPOINT)
+    return counts
+
+
 def thread_size(store: BaseStore, thread_id: str) -> int:
     """Bytes of every entry of a thread as stored: checkpoints, writes and chunks."""
     total = 0
