@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -309,3 +310,61 @@ def test_appends_from_many_threads_under_an_empty_condition_lose_none(
     assert sorted(store.get_many([("log", k) for k in store.keys("log")])) == sorted(
         w for w in range(workers) for _ in range(per_worker)
     )
+
+
+def _holds(condition: Any, model: dict[tuple[str, str], bytes]) -> bool:
+    if isinstance(condition, Empty):
+        return not any(
+            ns == condition.namespace
+            and (condition.start is None or key >= condition.start)
+            and (condition.stop is None or key < condition.stop)
+            for ns, key in model
+        )
+    found = model.get((condition.namespace, condition.key))
+    if isinstance(condition, Absent):
+        return found is None
+    if isinstance(condition, Present):
+        return found is not None
+    assert isinstance(condition, Holds)
+    return found == condition.data
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_many_conditions_on_one_namespace_agree_with_each_checked_alone(
+    store: swarmstate.BaseStore, seed: int
+) -> None:
+    # Dozens of conditions on one namespace (a copied thread kept as read: one
+    # per entry and one per gap) may be answered together; they must give what
+    # each gives alone, the first that fails named, whether or not the range
+    # they span holds keys no condition names.
+    rnd = random.Random(seed)
+    names = ["", "a", "a\x00", "b", "ba", "c", "d\x01", "é", "z", "\U0001f600"]
+    rows = {("ns", key): swarmstate.dumps(i) for i, key in enumerate(names) if rnd.random() < 0.6}
+    rows[("other", "a")] = swarmstate.dumps(0)
+    store.set_many([(ns, key, data) for (ns, key), data in rows.items()], raw=True)
+    for _ in range(12):
+        conditions: list[Any] = []
+        for _ in range(rnd.randrange(16, 40)):
+            key = rnd.choice(names)
+            kind = rnd.randrange(6)
+            if kind == 0:
+                conditions.append(Absent("ns", key))
+            elif kind == 1:
+                conditions.append(Present("ns", key))
+            elif kind == 2:
+                conditions.append(Holds("ns", key, rows.get(("ns", key), swarmstate.dumps(-1))))
+            else:
+                bounds = sorted([rnd.choice([*names, None]), rnd.choice([*names, None])], key=str)
+                start = None if kind == 3 else bounds[0]
+                stop = None if kind == 4 else bounds[1]
+                conditions.append(Empty("ns", start, stop))
+        # Mostly conditions that hold, so that a late one is the first to fail.
+        conditions = [c for c in conditions if _holds(c, rows) or rnd.random() < 0.1]
+        failing = [c for c in conditions if not _holds(c, rows)]
+        transaction = Transaction(conditions=conditions, sets=[("log", "k", 1)])
+        if failing:
+            with pytest.raises(swarmstate.ConflictError) as raised:
+                store.write(transaction)
+            assert str(raised.value).startswith(f"write required {failing[0]!r}")
+        else:
+            assert store.write(transaction) == WriteResult(written=1, deleted=0)

@@ -31,7 +31,8 @@ fallback of the ones before, and tells apart what made them fall through.
    transaction and checked (:class:`~swarmstate.ConflictError` when one
    breaks), then path 2's statements run in the same transaction. Every
    ``write`` that path 1 did not write runs :func:`transaction` likewise: its
-   conditions (the first that breaks is named), then :func:`delete_prefix`,
+   conditions (the first that breaks is named; many on one namespace are
+   answered by one range read, :func:`first_unmet`), then :func:`delete_prefix`,
    :func:`delete`, :func:`delete_tagged` and path 2's statements (for sets
    with tags, :func:`put_tagged`).
 
@@ -41,7 +42,9 @@ deletes. The statements are in :mod:`.statements`, in the same order.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
+from typing import Any
 
 from swarmstate._base import check_conditions, prefix_upper_bound
 from swarmstate._checks import (
@@ -196,9 +199,9 @@ def transaction(txn: Checked) -> Callable[[Connection], WriteResult]:
 
     def body(conn: Connection) -> WriteResult:
         # Inside the write transaction: nothing can change between check and write.
-        for condition in conditions:
-            if not holds(conn, condition):
-                raise conflict(condition)
+        unmet = first_unmet(conn, conditions)
+        if unmet is not None:
+            raise conflict(unmet)
         deleted = 0
         for prefix in prefixes:
             deleted += delete_prefix(conn, prefix)
@@ -209,6 +212,75 @@ def transaction(txn: Checked) -> Callable[[Connection], WriteResult]:
         return WriteResult(write(conn, params) if params else 0, deleted)
 
     return body
+
+
+BATCHED_FROM = 16
+"""Conditions on one namespace from which :func:`first_unmet` answers them by one range read."""
+
+_Span = tuple[list[str], dict[str, bytes]]
+"""The live rows of a key range: its keys in order, and each key's value."""
+
+
+def first_unmet(conn: Connection, conditions: list[Condition]) -> Condition | None:
+    """The first of ``conditions`` that does not hold, read inside the caller's transaction.
+
+    Where one namespace has many conditions (a copy of a thread keeps its
+    source as read by one for each entry and one for each gap between them),
+    one range read answers them all: the live rows from their lowest bound to
+    their highest, at most one more than the keys they name. A range holding
+    more keys than that (keys no condition names) is checked condition by
+    condition, as are namespaces with few conditions.
+    """
+    spans = _spans(conn, conditions) if len(conditions) >= BATCHED_FROM else {}
+    for condition in conditions:
+        span = spans.get(condition.namespace)
+        if not (holds(conn, condition) if span is None else _holds_in(span, condition)):
+            return condition
+    return None
+
+
+def _spans(conn: Connection, conditions: list[Condition]) -> dict[str, _Span]:
+    """The whole key range of each namespace with many of ``conditions``, where it is small."""
+    by_namespace: dict[str, list[Condition]] = {}
+    for condition in conditions:
+        by_namespace.setdefault(condition.namespace, []).append(condition)
+    spans: dict[str, _Span] = {}
+    for namespace, group in by_namespace.items():
+        if len(group) < BATCHED_FROM:
+            continue
+        named: set[str] = set()
+        lows: list[str | None] = []
+        highs: list[str | None] = []
+        for condition in group:
+            if type(condition) is Empty:
+                lows.append(condition.start)
+                highs.append(condition.stop)
+            else:
+                assert isinstance(condition, Absent | Present | Holds)
+                named.add(condition.key)
+                lows.append(condition.key)
+                highs.append(condition.key + "\x00")  # the least key above it
+        low = None if None in lows else min(low for low in lows if low is not None)
+        high = None if None in highs else max(high for high in highs if high is not None)
+        query = statements.RANGE_SQL[("key, value", low is not None, high is not None, False)]
+        rows: list[Any] = conn.execute(query, (namespace, low, high, len(named) + 1)).fetchall()
+        if len(rows) <= len(named):  # the whole range, and no more keys than named
+            spans[namespace] = ([key for key, _ in rows], dict(rows))
+    return spans
+
+
+def _holds_in(span: _Span, condition: Condition) -> bool:
+    """Whether ``condition`` holds, given every live row of a range that covers it."""
+    found, values = span
+    if type(condition) is Empty:
+        start, stop = condition.start, condition.stop
+        at = 0 if start is None else bisect.bisect_left(found, start)
+        return at == len(found) or (stop is not None and found[at] >= stop)
+    assert isinstance(condition, Absent | Present | Holds)
+    if type(condition) is Holds:
+        return values.get(condition.key) == condition.data
+    present = condition.key in values
+    return present if type(condition) is Present else not present
 
 
 def holds(conn: Connection, condition: Condition) -> bool:

@@ -240,6 +240,8 @@ class ThreadMethods(AsyncMethods):
         replaced. As in the Agent Server's own copy, a checkpoint whose
         ``metadata["thread_id"]`` is the source's id gets the target's, and
         :meth:`delete_for_runs` of the source's runs leaves the copy alone.
+        One store transaction: a graph writing to the source meanwhile is in
+        the copy wholly or not at all, and a copy that fails writes nothing.
         """
         source = thread_id_of({"thread_id": source_thread_id})
         target = thread_id_of({"thread_id": target_thread_id})

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, Tags, Transaction
+from swarmstate._checks import ABSENT, Condition, Empty, Holds, Tags, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
 from swarmstate.integrations.langgraph import catalog, entry, keys
@@ -58,6 +58,7 @@ LEASE_TTL = 60.0
 """Seconds a lease lasts unless released: how long a holder that died delays the others."""
 _WAIT = 120.0
 _BATCH = 256
+_ATTEMPTS = 20
 
 
 def list_threads(store: BaseStore) -> list[str]:
@@ -105,50 +106,88 @@ def delete_thread(store: BaseStore, values: Values, thread_id: str) -> None:
 
 
 def copy_thread(store: BaseStore, serde: Any, source: str, target: str) -> None:
-    """Copy one thread, chunks included, to another thread id.
+    """Copy one thread, chunks included, to another thread id, in one transaction.
 
     The copy is a thread of its own, as the Agent Server's own copy is: its
     checkpoints' ``metadata["thread_id"]`` names the target where it named
     the source, and they carry no run's tag (the source's runs did not write
     them), so :func:`delete_for_runs` of those runs leaves the copy whole.
-    Their order tags are copied as they are (they name no thread), so the
-    copy is listed across threads as the source is.
+    Their order tag is made from their key as a put makes it (it names no
+    thread), so the copy is listed across threads as the source is. Entries
+    the target already holds under the same keys are replaced; the target's
+    guard (a tombstone, a claim) is neither read nor changed.
+
+    The source is read entry by entry, then everything is written in one
+    :meth:`~swarmstate.BaseStore.write` conditioned on the source being as
+    read (:func:`_copy_of`): a put, a deletion or a sweep of the source that
+    lands in between makes the write refused, whole, and the source read
+    again. So the copy is the source as it was at one moment, and a copy
+    that fails (a damaged entry, a source that kept changing) writes nothing.
     """
     if source == target:
         return
-    store.copy_prefix(keys.thread_prefix(source), keys.thread_prefix(target))
-    _retag(store, serde, source, target)
+    for _ in range(_ATTEMPTS):
+        transaction = _copy_of(store, serde, source, target)
+        if transaction is None:
+            continue  # a namespace came or went while the source was read
+        if not transaction.sets:
+            return  # nothing to copy
+        try:
+            store.write(transaction)
+            return
+        except ConflictError:
+            continue  # the source changed before the write: read it again
+    raise ConflictError(
+        f"thread {source!r} kept changing while it was copied ({_ATTEMPTS} attempts); "
+        "copy it again when its runs have ended"
+    )
 
 
-def _retag(store: BaseStore, serde: Any, source: str, target: str) -> None:
-    """Make the copied checkpoints the target's: ``metadata["thread_id"]`` rewritten from
-    ``source`` to ``target``, and no run's tag.
+def _copy_of(store: BaseStore, serde: Any, source: str, target: str) -> Transaction | None:
+    """The one write that copies ``source`` to ``target`` as the source is now, or None if
+    its namespaces changed while it was read.
 
-    The copied entries are those whose key the source holds in the same
-    checkpoint namespace; only the metadata is encoded again
-    (:func:`.entry.with_metadata`).
+    Conditions keep the write to the source as read. In each checkpoint
+    namespace every entry read still holds its bytes (a write may be
+    replaced) and no key came between them (:class:`~swarmstate.Empty` over
+    each gap). The chunks (and an earlier release's value entries) are read
+    after the checkpoints, unconditioned: a chunk never changes under its
+    fresh key, a put writes its chunks with its checkpoint (a checkpoint
+    read is read with them), and a sweep takes only chunks no live
+    checkpoint names (at worst the copy takes such a chunk along, for the
+    target's next sweep). The namespaces are listed before and after the
+    reads: a namespace that comes later (a put into a new checkpoint
+    namespace that changes nothing read) lands after the moment the copy is of.
     """
-    for source_ns in store.namespaces(keys.thread_prefix(source)):
-        scope = keys.parse_scope(source_ns)
-        if scope is None:
+    prefix = keys.thread_prefix(source)
+    to_target = keys.thread_prefix(target)
+    namespaces = store.namespaces(prefix)
+    ordered = sorted(namespaces, key=lambda namespace: keys.parse_scope(namespace) is None)
+    read = [(namespace, store.items(namespace, raw=True)) for namespace in ordered]
+    if store.namespaces(prefix) != namespaces:
+        return None
+    conditions: list[Condition] = []
+    sets: list[tuple[str, str, Any] | tuple[str, str, Any, Tags]] = []
+    for namespace, rows in read:
+        into = to_target + namespace[len(prefix) :]
+        if keys.parse_scope(namespace) is None:
+            sets += [(into, key, data) for key, data in rows]
             continue
-        copied = {key for key in store.keys(source_ns) if key[-1] == keys.CHECKPOINT}
-        namespace = keys.scope(target, scope[1])
-        batch: list[tuple[str, str, Any, Tags]] = []
-        for key, stored_entry in scan(store, namespace):
-            if key not in copied:
+        after: str | None = None  # the smallest key above the last one read
+        for key, data in rows:
+            conditions += (Empty(namespace, after, key), Holds(namespace, key, data))
+            after = key + "\x00"
+            if key[-1] != keys.CHECKPOINT:
+                sets.append((into, key, data))
                 continue
-            metadata = entry.head(serde, stored_entry)[0]
-            if metadata.get("thread_id") == source:
-                stored_entry = entry.with_metadata(
-                    serde, stored_entry, {**metadata, "thread_id": target}
-                )
-            batch.append((namespace, key, stored_entry, Tags(order=key[:-1])))
-            if len(batch) == _BATCH:
-                store.write(Transaction(sets=batch, raw=True))
-                batch = []
-        if batch:
-            store.write(Transaction(sets=batch, raw=True))
+            metadata = entry.head(serde, data)[0]
+            if type(metadata) is dict and metadata.get("thread_id") == source:
+                data = entry.with_metadata(serde, data, {**metadata, "thread_id": target})
+            order = key[:-1]
+            tags = Tags() if catalog.order_too_long(order) else Tags(order=order)
+            sets.append((into, key, data, tags))
+        conditions.append(Empty(namespace, after, None))
+    return Transaction(conditions=conditions, sets=sets, raw=True)
 
 
 def delete_for_runs(store: BaseStore, values: Values, serde: Any, wanted: set[str]) -> None:
