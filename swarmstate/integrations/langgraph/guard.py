@@ -50,7 +50,8 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations.langgraph import keys, steps
+from swarmstate.integrations.langgraph import steps
+from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.values import LenderGone
 
 __all__ = ["GUARDS", "Guards", "Refusals", "fence_of"]

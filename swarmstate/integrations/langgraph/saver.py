@@ -51,7 +51,7 @@ from swarmstate._checks import Tags, hide_password
 from swarmstate._codec import dumps
 from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
 from swarmstate.backends.memory import Store
-from swarmstate.integrations.langgraph import catalog, keys
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph.config import (
     checkpoint_ns_of,
     configurable,
@@ -60,7 +60,8 @@ from swarmstate.integrations.langgraph.config import (
     stored_metadata,
     thread_id_of,
 )
-from swarmstate.integrations.langgraph.pack import pack
+from swarmstate.integrations.langgraph.format import keys
+from swarmstate.integrations.langgraph.format.pack import pack
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -76,8 +77,9 @@ try:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     # These need msgpack, from the same extra.
-    from swarmstate.integrations.langgraph import allowlist, entry, guard, reads, steps, threads
+    from swarmstate.integrations.langgraph import allowlist, guard, reads, steps, threads
     from swarmstate.integrations.langgraph.allowlist import Allowlist
+    from swarmstate.integrations.langgraph.format import entry
     from swarmstate.integrations.langgraph.guard import Guards
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
