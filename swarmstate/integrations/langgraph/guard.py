@@ -121,21 +121,9 @@ class Guards:
         self.guarded: set[str] = set()
         """Threads last seen with a guard: their writes read it first instead of trying
         "no guard" in vain. Only a hint: a stale entry costs one attempt."""
-        self.conditions: dict[str, Absent] = {}
-        """The condition "the thread has no guard", per thread (:meth:`unguarded`)."""
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         return steps.run(self.store, _read_plan(thread_id))
-
-    def unguarded(self, thread_id: str) -> Absent:
-        """The condition "the thread has no guard", kept per thread (it is immutable).
-
-        A write checks :attr:`conditions` first (a dict lookup); this builds one.
-        """
-        if len(self.conditions) > _HINTS:
-            self.conditions.clear()
-        absent = self.conditions[thread_id] = Absent(GUARDS, keys.field(thread_id))
-        return absent
 
     def seen(self, thread_id: str, stored: bytes | None) -> None:
         """Note whether the thread was just seen with a guard (:attr:`guarded`)."""

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import Condition, Present, Tags, Transaction
+from swarmstate._checks import Absent, Condition, Present, Tags, Transaction
 from swarmstate._codec import dumps
 from swarmstate._errors import ConflictError, InvalidArgumentError, ThreadDeletedError
 from swarmstate.integrations.langgraph import allowlist, catalog, guard, steps, threads
@@ -137,6 +137,8 @@ class Writer:
         """Whether every checkpoint entry of the store is known to carry its tags
         (:mod:`.catalog`); the first put makes it so."""
         self._run_names: dict[str, str] = {}  # run id -> its group tag
+        # The condition "the thread has no guard", per thread (immutable, so kept).
+        self._unguarded: dict[str, Absent] = {}
 
     # -- put ---------------------------------------------------------------
 
@@ -396,12 +398,14 @@ class Writer:
             FencedError: The thread's claim refuses this write.
         """
         thread_id = scope.thread_id
-        guards = self.guards
-        unguarded = guards.conditions.get(thread_id)
+        unguarded = self._unguarded.get(thread_id)
         if unguarded is None:
-            unguarded = guards.unguarded(thread_id)
+            if len(self._unguarded) > _NAMES_MAX:
+                self._unguarded.clear()
+            unguarded = Absent(guard.GUARDS, keys.field(thread_id))
+            self._unguarded[thread_id] = unguarded
         lent = [Present(ns, k) for ns, k in lenders]
-        if thread_id not in guards.guarded:
+        if thread_id not in self.guards.guarded:
             try:
                 yield steps.Write(
                     Transaction(
