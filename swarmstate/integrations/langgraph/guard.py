@@ -383,7 +383,7 @@ class Refusals:
     ) -> bool:
         """Whether a write belongs to a run a tombstone refused (see the class).
 
-        ``built_on`` as :meth:`Guards.write` takes it; ``namespace`` is the
+        ``built_on`` as a :class:`.write.Scope` holds it; ``namespace`` is the
         write's own; ``checkpoint_id``: the checkpoint a put writes (None for
         pending writes, whose own checkpoint must then be stored or coming).
         """

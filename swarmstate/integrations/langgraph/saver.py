@@ -7,9 +7,12 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
     graph = builder.compile(checkpointer=SwarmStateSaver(DiskStore("state.db")))
 
-Where things are kept: key encoding in :mod:`.keys`, the checkpoint
-entry in :mod:`.entry`, channel values by version in :mod:`.values`
-(their bytes shared with earlier versions as chunks: :mod:`.sharing`), thread operations in
+Where things are kept: this module is the adapter (argument checks, a
+:class:`.write.Scope`, one plan handed to the driver, :mod:`.steps`); the
+write path in :mod:`.write`; the stored layout in :mod:`.format` (store
+names in :mod:`.format.keys`, the checkpoint entry in :mod:`.format.entry`);
+channel values by version in :mod:`.values` (their bytes shared with
+earlier versions as chunks: :mod:`.sharing`), thread operations in
 :mod:`.threads`, ``DeltaChannel`` history in :mod:`.history`.
 Design points:
 
