@@ -9,11 +9,12 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
 Where things are kept: this module is the adapter (argument checks, a
 :class:`.write.Scope`, one plan handed to the driver, :mod:`.steps`); the
-write path in :mod:`.write`; the stored layout in :mod:`.format` (store
-names in :mod:`.format.keys`, the checkpoint entry in :mod:`.format.entry`);
-channel values by version in :mod:`.values` (their bytes shared with
-earlier versions as chunks: :mod:`.sharing`), thread operations in
-:mod:`.threads`, ``DeltaChannel`` history in :mod:`.history`.
+write path in :mod:`.write`, the read path in :mod:`.read`; the stored
+layout in :mod:`.format` (store names in :mod:`.format.keys`, the
+checkpoint entry in :mod:`.format.entry`); channel values by version in
+:mod:`.values` (their bytes shared with earlier versions as chunks:
+:mod:`.sharing`), thread operations in :mod:`.threads`, ``DeltaChannel``
+history in :mod:`.history`.
 Design points:
 
 * A checkpoint costs what changed. Its entry holds the checkpoint without
@@ -41,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
 import json
 import os
 import random
@@ -77,7 +77,7 @@ try:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     # These need msgpack, from the same extra.
-    from swarmstate.integrations.langgraph import allowlist, reads, steps, write
+    from swarmstate.integrations.langgraph import allowlist, read, steps, write
     from swarmstate.integrations.langgraph.allowlist import Allowlist
     from swarmstate.integrations.langgraph.guard import Guards, Refusals
     from swarmstate.integrations.langgraph.operations import ThreadMethods
@@ -94,7 +94,6 @@ __all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer
 
 _T = TypeVar("_T")
 _PAGE_MAX = 256
-_BATCH = 32
 _List = list  # the class defines a method named ``list``
 _CACHE_BYTES = 64 * 1024 * 1024
 
@@ -227,6 +226,7 @@ class SwarmStateSaver(ThreadMethods):
         self._guards = Guards(self.store)
         self.retention = retention
         self._namespaces = keys.Scopes()
+        self._read = read.Reader(self.store, self._values, self._allowlist, self._namespaces)
         # The write path; it also keeps what the tombstones that refused this
         # saver's writes say about later ones.
         self._writer = write.Writer(
@@ -451,48 +451,12 @@ class SwarmStateSaver(ThreadMethods):
     def _get_tuple_plan(self, config: RunnableConfig) -> steps.Plan[CheckpointTuple | None]:
         """:meth:`get_tuple` as a plan (:mod:`.steps`), which ``aget_tuple`` awaits."""
         conf, thread_id, checkpoint_ns = scope_of(config)
-        namespace = self._namespaces.namespace(thread_id, checkpoint_ns)
         checkpoint_id = conf.get("checkpoint_id")
-        if checkpoint_id:
-            if type(checkpoint_id) is not str:
-                raise InvalidArgumentError(
-                    f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
-                )
-            start, stop = keys.group_range(checkpoint_id)
-            rows = yield steps.Items(namespace, start=start, stop=stop)
-            if not rows or rows[0][0] != start + keys.CHECKPOINT:
-                return None
-            found = self._decode(
-                thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+        if checkpoint_id and type(checkpoint_id) is not str:
+            raise InvalidArgumentError(
+                f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
             )
-            return (yield from self._one_plan(found))
-        latest = yield steps.Items(namespace, reverse=True, limit=1)
-        if not latest:
-            return None
-        key, stored_entry = latest[0]
-        if key[-1] == keys.CHECKPOINT:
-            # Writes sort after their checkpoint: the last key being a checkpoint means none.
-            found = self._decode(
-                thread_id, checkpoint_ns, keys.checkpoint_id_of(key), stored_entry, []
-            )
-            one = yield from self._one_plan(found)
-            if one is not None:
-                return one
-        # With pending writes, or deleted while read: the group reads, left blocking.
-        grouped: CheckpointTuple | None = yield steps.Blocking(
-            lambda: self._latest_group(thread_id, checkpoint_ns)
-        )
-        return grouped
-
-    def _latest_group(self, thread_id: str, checkpoint_ns: str) -> CheckpointTuple | None:
-        """The newest checkpoint of a namespace that can be read, with its writes."""
-        namespace = self._namespaces.namespace(thread_id, checkpoint_ns)
-        for group in reads.groups(self.store.items, namespace, None, 8):
-            # The newest that can be read: one deleted while it was read is skipped.
-            one = self._one(self._decode(thread_id, checkpoint_ns, *group))
-            if one is not None:
-                return one
-        return None
+        return self._read.get_tuple(self.serde, thread_id, checkpoint_ns, checkpoint_id or None)
 
     def list(
         self,
@@ -555,58 +519,12 @@ class SwarmStateSaver(ThreadMethods):
                         if limit <= 0:
                             return
             return
-        merged: Iterator[tuple[str, str, str, Any, _List[Any]]]
-        if config is None and self._indexes_complete():
-            # Every thread: the order tags, newest first (one range a page).
-            merged = self._from_index(before_id)
-        else:
-            if config is None:  # a store not converted yet: every thread namespace, merged
-                scopes = self._scopes(keys.THREADS)
-            stop = keys.ordered(before_id) if before_id else None
-            # Without a filter the first page is exactly what the caller asked for.
-            page = limit if limit is not None and not filter else 16
-            streams = [self._tagged(t, n, stop, page) for t, n in scopes]
-            merged = (
-                streams[0]
-                if len(streams) == 1
-                else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
-            )
-        remaining = limit
-        batch: _List[reads.Found] = []
-        for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
-            row = self._decode(
-                thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
-            )
-            if row is None:
-                continue
-            batch.append(row)
-            if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
-                continue
-            for found in self._complete(batch):
-                yield found
-                if remaining is not None:
-                    remaining -= 1
-                    if remaining <= 0:
-                        return
-            batch = []
-        for found in self._complete(batch):
-            yield found
-            if remaining is not None:
-                remaining -= 1
-                if remaining <= 0:
-                    return
-
-    def _from_index(self, before_id: str | None) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        """Every checkpoint of the store newest first, from the order tags (:mod:`.catalog`).
-
-        A checkpoint deleted between the two reads is skipped.
-        """
-        items = self.store.items
-        for checkpoint_id, thread_id, checkpoint_ns in catalog.latest(self.store, before_id):
-            start, stop = keys.group_range(checkpoint_id)
-            rows = items(keys.scope(thread_id, checkpoint_ns), start=start, stop=stop, raw=True)
-            if rows and rows[0][0] == start + keys.CHECKPOINT:
-                yield thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+        every: _List[tuple[str, str]] | None = scopes
+        if config is None:
+            # Every thread: the order tags, newest first (one range a page), or on a
+            # store not converted yet every thread namespace, merged.
+            every = None if self._indexes_complete() else self._scopes(keys.THREADS)
+        yield from self._read.listed(self.serde, every, before_id, limit, filter)
 
     def _indexes_complete(self) -> bool:
         """Whether every checkpoint carries its tags (see catalog); remembered once true."""
@@ -615,64 +533,9 @@ class SwarmStateSaver(ThreadMethods):
             writer.indexed = catalog.converted(self.store)
         return writer.indexed
 
-    def _tagged(
-        self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
-    ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        for checkpoint_id, stored_entry, writes in reads.groups(
-            self.store.items, keys.scope(thread_id, checkpoint_ns), stop, page
-        ):
-            yield thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes
-
-    def _decode(
-        self,
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        entry: Any,
-        writes: _List[Any],
-        filter: dict[str, Any] | None = None,
-    ) -> reads.Found | None:
-        return self._allowlist.read(
-            self.serde,
-            lambda reader: reads.decode(
-                reader,
-                self._values,
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                entry,
-                writes,
-                filter,
-            ),
-        )
-
-    def _complete(
-        self, batch: _List[reads.Found], *, offline: bool = False
-    ) -> _List[CheckpointTuple]:
-        return self._allowlist.read(
-            self.serde,
-            lambda reader: reads.complete(reader, self._values, batch, offline=offline),
-        )
-
     def _reader(self) -> SerializerProtocol:
         """The serializer for reads: ``serde``, allowing the types the graphs wrote too."""
         return self._allowlist.reader(self.serde)  # type: ignore[no-any-return]
-
-    def _one(self, found: reads.Found | None) -> CheckpointTuple | None:
-        if found is None:
-            return None
-        done = self._complete([found])
-        return done[0] if done else None
-
-    def _one_plan(self, found: reads.Found | None) -> steps.Plan[CheckpointTuple | None]:
-        """:meth:`_one` as a plan: awaited, on the loop unless its values must be read."""
-        if found is None:
-            return None
-        done = yield steps.Blocking(
-            lambda: self._complete([found]),
-            first=lambda: self._complete([found], offline=True),
-        )
-        return done[0] if done else None
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.
