@@ -22,7 +22,8 @@ import pytest
 
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 from tests.support.cli import (
     directory_state,
     leave_log_behind,

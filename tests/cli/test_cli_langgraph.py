@@ -21,7 +21,8 @@ import swarmstate
 from swarmstate._cli.source import open_store
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 from tests.support.cli import ROOT, run_cli
 from tests.support.graphs import ODD_THREAD, THREADS, cfg, chat_graph, fill_with_graphs
 

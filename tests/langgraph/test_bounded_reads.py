@@ -24,7 +24,8 @@ from test_sharing import chat_graph, talk
 import swarmstate
 from swarmstate.backends.disk import DiskStore
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, sharing
+from swarmstate.integrations.langgraph import SwarmStateSaver, sharing
+from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.values import CHUNKS
 
 MakeStore = Callable[[], swarmstate.BaseStore]

@@ -23,7 +23,8 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import entry, keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

@@ -27,7 +27,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 
 BACKENDS = ["memory", "disk", "postgres"]
 

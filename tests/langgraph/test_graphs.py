@@ -23,7 +23,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import entry, keys
 
 # -- graphs --------------------------------------------------------------
 

@@ -18,7 +18,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 import swarmstate
-from swarmstate.integrations.langgraph import Retention, SwarmStateSaver, entry, keys
+from swarmstate.integrations.langgraph import Retention, SwarmStateSaver
+from swarmstate.integrations.langgraph.format import entry, keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

@@ -20,7 +20,8 @@ from langgraph.graph import END, START, StateGraph
 
 import swarmstate
 from swarmstate.cli import main
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

@@ -19,7 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

@@ -20,7 +20,8 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys, pause
+from swarmstate.integrations.langgraph import SwarmStateSaver, pause
+from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.pause import collector_held
 
 

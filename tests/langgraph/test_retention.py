@@ -21,7 +21,8 @@ from test_sharing import assert_every_item_is_needed, chat_graph, everything, ta
 
 import swarmstate
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import Retention, RetentionReport, SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.guard import GUARDS
 
 MakeStore = Callable[[], swarmstate.BaseStore]

@@ -18,7 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, entry, keys, sharing, values
+from swarmstate.integrations.langgraph import SwarmStateSaver, sharing, values
+from swarmstate.integrations.langgraph.format import entry, keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 

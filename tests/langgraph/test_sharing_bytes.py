@@ -322,7 +322,7 @@ def test_the_memo_steps_aside_where_it_cannot_prove_equal_bytes() -> None:
 
 
 def test_the_memo_knows_where_each_item_of_its_bytes_starts() -> None:
-    from swarmstate.integrations.langgraph.items import array_header, item_ends
+    from swarmstate.integrations.langgraph.format.items import array_header, item_ends
 
     serde = JsonPlusSerializer()
     memo = Memo(1 << 24)

@@ -44,7 +44,8 @@ from langgraph.types import Command, Interrupt, Send, interrupt
 
 import swarmstate
 from swarmstate.backends.disk import DiskStore
-from swarmstate.integrations.langgraph import SwarmStateSaver, allowlist, keys, strict_serializer
+from swarmstate.integrations.langgraph import SwarmStateSaver, allowlist, strict_serializer
+from swarmstate.integrations.langgraph.format import keys
 from tests.support.cli import run_cli
 
 MakeStore = Callable[[], swarmstate.BaseStore]

@@ -40,7 +40,7 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import MAX_TAG_BYTES, Absent, Condition, Holds, Tags, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
-from swarmstate.integrations.langgraph import keys
+from swarmstate.integrations.langgraph.format import keys
 
 __all__ = [
     "ORDER_BYTES",

@@ -8,9 +8,10 @@ outside the thread's own namespaces (so deleting the thread keeps it):
   "the thread has no guard" (an :class:`~swarmstate.Absent` condition of its
   one ``store.write``), so a thread never claimed nor deleted pays one lookup
   inside its own write transaction.
-* When the thread has a guard, the write reads it, decides, and writes with
-  the condition "the guard is still these bytes" (compare-and-set: a claim
-  or a deletion landing in between makes it read and decide again):
+* When the thread has a guard, the write reads it, decides
+  (:meth:`Guards.require`), and writes with the condition "the guard is
+  still these bytes" (compare-and-set: a claim or a deletion landing in
+  between makes it read and decide again):
 
   - *fencing*: while a claim is live (``until`` in the future) a write must
     carry the claim's token in ``config["configurable"]["fence"]``; a token
@@ -29,6 +30,9 @@ outside the thread's own namespaces (so deleting the thread keeps it):
     subgraphs saved meanwhile is taken out by the saver that was refused
     (:class:`Refusals`).
 
+This module says what a write must be conditioned on; the write path
+(:mod:`.write`) builds the transaction and makes the write.
+
 Claims compare ``until`` with this machine's clock: keep clocks in sync (a
 claim's ttl should be much longer than their skew).
 """
@@ -38,11 +42,11 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import ABSENT, Absent, Condition, Holds, Present, Tags, Transaction
+from swarmstate._checks import ABSENT, Absent, Condition, Holds, Present, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import (
     ConflictError,
@@ -50,26 +54,15 @@ from swarmstate._errors import (
     InvalidArgumentError,
     ThreadDeletedError,
 )
-from swarmstate.integrations.langgraph import keys, steps
-from swarmstate.integrations.langgraph.values import LenderGone
+from swarmstate.integrations.langgraph import steps
+from swarmstate.integrations.langgraph.format import keys
 
-__all__ = ["GUARDS", "Guards", "Refusals", "fence_of"]
+__all__ = ["GUARDS", "Guards", "Refusals", "parsed", "presence", "read"]
 
 GUARDS = keys.ROOT + "g"
 """The namespace of the guards, keyed by ``F(thread_id)``."""
 _ATTEMPTS = 20
 _HINTS = 4096
-
-
-def fence_of(conf: dict[str, Any]) -> int | None:
-    """The fencing token a config carries, checked."""
-    fence = conf.get("fence")
-    if fence is not None and (type(fence) is not int or fence < 1):
-        raise InvalidArgumentError(
-            f"config['configurable']['fence'] must be a token from claim() (a positive int), "
-            f"got {fence!r}"
-        )
-    return fence
 
 
 _GREGORIAN_TO_UNIX = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
@@ -96,13 +89,13 @@ def seconds_of(ttl: datetime.timedelta | float) -> float:
     return float(ttl)
 
 
-def _guard_read(thread_id: str) -> steps.Items:
-    """The step that reads a thread's guard entry (sent back to :func:`_parsed`)."""
+def read(thread_id: str) -> steps.Items:
+    """The step that reads a thread's guard entry (sent back to :func:`parsed`)."""
     return steps.Items(GUARDS, start=keys.field(thread_id), limit=1)
 
 
-def _parsed(thread_id: str, rows: list[tuple[str, bytes]]) -> tuple[bytes | None, dict[str, Any]]:
-    """A thread's guard, as stored and decoded, from what :func:`_guard_read` read."""
+def parsed(thread_id: str, rows: list[tuple[str, bytes]]) -> tuple[bytes | None, dict[str, Any]]:
+    """A thread's guard, as stored and decoded, from what :func:`read` read."""
     if rows and rows[0][0] == keys.field(thread_id):
         guard = loads(rows[0][1])
         if type(guard) is dict:
@@ -111,10 +104,10 @@ def _parsed(thread_id: str, rows: list[tuple[str, bytes]]) -> tuple[bytes | None
 
 
 def _read_plan(thread_id: str) -> steps.Plan[tuple[bytes | None, dict[str, Any]]]:
-    return _parsed(thread_id, (yield _guard_read(thread_id)))
+    return parsed(thread_id, (yield read(thread_id)))
 
 
-def _presence(conditions: list[Present]) -> steps.GetMany:
+def presence(conditions: list[Present]) -> steps.GetMany:
     """The step that reads the entries ``conditions`` name (None where one is missing)."""
     return steps.GetMany([(c.namespace, c.key) for c in conditions])
 
@@ -125,137 +118,63 @@ class Guards:
     def __init__(self, store: BaseStore, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
-        # Threads last seen with a guard: their writes read it first instead of
-        # trying "no guard" in vain. Only a hint: a stale entry costs one attempt.
-        self._guarded: set[str] = set()
-        # The condition "the thread has no guard", per thread (immutable, so kept).
-        self._unguarded: dict[str, Absent] = {}
+        self.guarded: set[str] = set()
+        """Threads last seen with a guard: their writes read it first instead of trying
+        "no guard" in vain. Only a hint: a stale entry costs one attempt."""
 
     def _read(self, thread_id: str) -> tuple[bytes | None, dict[str, Any]]:
         return steps.run(self.store, _read_plan(thread_id))
 
-    def write(
+    def seen(self, thread_id: str, stored: bytes | None) -> None:
+        """Note whether the thread was just seen with a guard (:attr:`guarded`)."""
+        if stored is None:
+            self.guarded.discard(thread_id)
+        elif len(self.guarded) < _HINTS:
+            self.guarded.add(thread_id)
+
+    def require(
         self,
         thread_id: str,
+        stored: bytes | None,
+        guard: dict[str, Any],
         fence: int | None,
         built_on: list[tuple[str, str]],
-        items: Sequence[tuple[str, str, Any] | tuple[str, str, Any, Tags]],
-        *,
-        raw: bool = False,
-        if_absent: bool = False,
-        lenders: Iterable[tuple[str, str]] = (),
-        made: str | None = None,
-    ) -> steps.Plan[None]:
-        """A plan (:mod:`.steps`): one ``store.write`` of ``items`` with the conditions
-        the thread's guard asks for.
+        made: str | None,
+    ) -> tuple[Condition, list[Present]]:
+        """What a write of the thread must be conditioned on, its guard read as ``stored``
+        (:func:`parsed`): the guard as read, and the checkpoints a tombstone asks for.
 
-        ``items`` are the transaction's sets (a 4th element gives an entry's
-        tags). ``built_on`` are the ``(namespace, checkpoint id)`` the write
-        builds on: a put's parent, the checkpoint of pending writes, and the
-        checkpoints of the enclosing namespaces a subgraph runs under
-        (``checkpoint_map``). ``lenders`` are entries ``(namespace, key)``
-        whose chunks the written forms reference: they must exist when the
-        write lands. ``made``: the id of the checkpoint a put writes.
+        ``fence``, ``built_on`` and ``made`` as the write path passes them: the
+        write's fencing token; the ``(namespace, checkpoint id)`` the write
+        builds on (a put's parent, the checkpoint of pending writes, and the
+        checkpoints of the enclosing namespaces a subgraph runs under); the id
+        of the checkpoint a put writes.
 
         Raises:
-            LenderGone: A lender was deleted meanwhile (and the thread was not).
-            ThreadDeletedError: The thread was deleted, and the checkpoint a
-                put writes was made before that, or a checkpoint the write
-                builds on was made before that and is gone.
             FencedError: The thread's claim refuses this write.
+            ThreadDeletedError: The thread was deleted after the checkpoint a
+                put writes was made.
         """
-        unguarded = self._unguarded.get(thread_id)
-        if unguarded is None:
-            if len(self._unguarded) > _HINTS:
-                self._unguarded.clear()
-            unguarded = self._unguarded[thread_id] = Absent(GUARDS, keys.field(thread_id))
-        key = unguarded.key
-        lent = [Present(ns, k) for ns, k in lenders]
-        if thread_id not in self._guarded:
-            try:
-                yield steps.Write(
-                    Transaction(
-                        conditions=[unguarded, *lent] if lent else [unguarded],
-                        sets=items,
-                        raw=raw,
-                        if_absent=if_absent,
-                    )
+        tombstone: list[Present] = []
+        if stored is None:
+            return Absent(GUARDS, keys.field(thread_id)), tombstone
+        self._admit(thread_id, guard, fence)
+        deleted = guard.get("deleted")
+        if deleted is not None:
+            written_at = made_at(made) if made is not None else None
+            if written_at is not None and written_at <= float(deleted):
+                # Made before the deletion, by the run it ended, whose put was
+                # still in flight: with or without a parent, not a new run.
+                raise ThreadDeletedError(
+                    f"thread {thread_id!r} was deleted after checkpoint {made!r} "
+                    "was made: the run that made it cannot go on; start a new run "
+                    "(without a checkpoint_id) to reuse the thread id"
                 )
-                return
-            except ConflictError:
-                pass  # the thread has a guard (or just got one), or a lender is gone
-        yield from self._write_guarded(
-            thread_id, key, fence, built_on, items, raw, if_absent, lent, made
-        )
-
-    def _write_guarded(
-        self,
-        thread_id: str,
-        key: str,
-        fence: int | None,
-        built_on: list[tuple[str, str]],
-        items: Sequence[tuple[str, str, Any] | tuple[str, str, Any, Tags]],
-        raw: bool,
-        if_absent: bool,
-        lent: list[Present],
-        made: str | None,
-    ) -> steps.Plan[None]:
-        """:meth:`write` once a condition failed: read the guard, decide, write."""
-        for _ in range(_ATTEMPTS):
-            stored, guard = _parsed(thread_id, (yield _guard_read(thread_id)))
-            if stored is None:
-                self._guarded.discard(thread_id)
-            elif len(self._guarded) < _HINTS:
-                self._guarded.add(thread_id)
-            tombstone: list[Present] = []
-            if stored is None:
-                require: Condition = Absent(GUARDS, key)
-            else:
-                self._admit(thread_id, guard, fence)
-                require = Holds(GUARDS, key, stored)
-                deleted = guard.get("deleted")
-                if deleted is not None:
-                    written_at = made_at(made) if made is not None else None
-                    if written_at is not None and written_at <= float(deleted):
-                        # Made before the deletion, by the run it ended, whose put was
-                        # still in flight: with or without a parent, not a new run.
-                        raise ThreadDeletedError(
-                            f"thread {thread_id!r} was deleted after checkpoint {made!r} "
-                            "was made: the run that made it cannot go on; start a new run "
-                            "(without a checkpoint_id) to reuse the thread id"
-                        )
-                    for namespace, checkpoint_id in built_on:
-                        built_at = made_at(checkpoint_id)
-                        if built_at is None or built_at <= float(deleted):
-                            tombstone.append(Present(namespace, keys.checkpoint_key(checkpoint_id)))
-            refused = False
-            try:
-                yield steps.Write(
-                    Transaction(
-                        conditions=[require, *tombstone, *lent],
-                        sets=items,
-                        raw=raw,
-                        if_absent=if_absent,
-                    )
-                )
-                return
-            except ConflictError:
-                refused = True
-            if refused:
-                again, _ = _parsed(thread_id, (yield _guard_read(thread_id)))
-                if again != stored:
-                    continue  # a claim or a deletion landed: decide again
-                if tombstone and None in (yield _presence(tombstone)):
-                    raise ThreadDeletedError(
-                        f"thread {thread_id!r} was deleted and the checkpoint this write "
-                        "builds on is gone: the run that wrote it cannot go on; start a new "
-                        "run (without a checkpoint_id) to reuse the thread id"
-                    )
-                if lent and None in (yield _presence(lent)):
-                    raise LenderGone
-        raise ConflictError(
-            f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
-        )
+            for namespace, checkpoint_id in built_on:
+                built_at = made_at(checkpoint_id)
+                if built_at is None or built_at <= float(deleted):
+                    tombstone.append(Present(namespace, keys.checkpoint_key(checkpoint_id)))
+        return Holds(GUARDS, keys.field(thread_id), stored), tombstone
 
     def deleted(self, thread_id: str) -> bool:
         """Whether the thread was ever deleted (it has a tombstone)."""
@@ -464,7 +383,7 @@ class Refusals:
     ) -> bool:
         """Whether a write belongs to a run a tombstone refused (see the class).
 
-        ``built_on`` as :meth:`Guards.write` takes it; ``namespace`` is the
+        ``built_on`` as a :class:`.write.Scope` holds it; ``namespace`` is the
         write's own; ``checkpoint_id``: the checkpoint a put writes (None for
         pending writes, whose own checkpoint must then be stored or coming).
         """

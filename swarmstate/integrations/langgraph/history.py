@@ -30,7 +30,8 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CheckpointDeletedError, CorruptDataError
-from swarmstate.integrations.langgraph import entry, keys, reads
+from swarmstate.integrations.langgraph import reads
+from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.values import Context, Values
 
 __all__ = ["delta_history"]

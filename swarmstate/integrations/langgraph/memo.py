@@ -57,7 +57,7 @@ import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from swarmstate.integrations.langgraph.items import array_header, header, item_ends, split
+from swarmstate.integrations.langgraph.format.items import array_header, header, item_ends, split
 
 __all__ = ["STRICT", "Contents", "Generations", "Memo"]
 

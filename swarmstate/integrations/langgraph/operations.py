@@ -16,10 +16,11 @@ from langgraph.checkpoint.base import DeltaChannelHistory
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import CorruptDataError, InvalidArgumentError
-from swarmstate.integrations.langgraph import catalog, history, keys, reads, threads
+from swarmstate.integrations.langgraph import catalog, history, reads, threads
 from swarmstate.integrations.langgraph.aio import AsyncMethods
 from swarmstate.integrations.langgraph.allowlist import Allowlist
 from swarmstate.integrations.langgraph.config import scope_of, thread_id_of
+from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.guard import Guards, made_at, seconds_of
 from swarmstate.integrations.langgraph.pause import collector_held
 from swarmstate.integrations.langgraph.retention import (

@@ -16,8 +16,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError
-from swarmstate.integrations.langgraph import config, entry, keys
-from swarmstate.integrations.langgraph.pack import unpack
+from swarmstate.integrations.langgraph import config
+from swarmstate.integrations.langgraph.format import entry, keys
+from swarmstate.integrations.langgraph.format.pack import unpack
 from swarmstate.integrations.langgraph.revive import Reviver
 from swarmstate.integrations.langgraph.values import Values, head_of
 

@@ -31,7 +31,8 @@ from typing import Any
 
 from swarmstate._base import BaseStore
 from swarmstate._errors import InvalidArgumentError
-from swarmstate.integrations.langgraph import catalog, entry, keys, reads, threads
+from swarmstate.integrations.langgraph import catalog, reads, threads
+from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.values import Values, scan
 
 __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]

@@ -7,10 +7,14 @@ Drop-in for ``InMemorySaver``, ``SqliteSaver`` and ``AsyncSqliteSaver``::
 
     graph = builder.compile(checkpointer=SwarmStateSaver(DiskStore("state.db")))
 
-Where things are kept: key encoding in :mod:`.keys`, the checkpoint
-entry in :mod:`.entry`, channel values by version in :mod:`.values`
-(their bytes shared with earlier versions as chunks: :mod:`.sharing`), thread operations in
-:mod:`.threads`, ``DeltaChannel`` history in :mod:`.history`.
+Where things are kept: this module is the adapter (argument checks, a
+:class:`.write.Scope`, one plan handed to the driver, :mod:`.steps`); the
+write path in :mod:`.write`, the read path in :mod:`.read`; the stored
+layout in :mod:`.format` (store names in :mod:`.format.keys`, the
+checkpoint entry in :mod:`.format.entry`); channel values by version in
+:mod:`.values` (their bytes shared with earlier versions as chunks:
+:mod:`.sharing`), thread operations in :mod:`.threads`, ``DeltaChannel``
+history in :mod:`.history`.
 Design points:
 
 * A checkpoint costs what changed. Its entry holds the checkpoint without
@@ -38,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
 import json
 import os
 import random
@@ -47,11 +50,10 @@ from typing import Any, TypeVar
 
 from swarmstate import backends
 from swarmstate._base import BaseStore
-from swarmstate._checks import Tags, hide_password
-from swarmstate._codec import dumps
-from swarmstate._errors import InvalidArgumentError, MissingDependencyError, ThreadDeletedError
+from swarmstate._checks import hide_password
+from swarmstate._errors import InvalidArgumentError, MissingDependencyError
 from swarmstate.backends.memory import Store
-from swarmstate.integrations.langgraph import catalog, keys
+from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph.config import (
     checkpoint_ns_of,
     configurable,
@@ -60,13 +62,12 @@ from swarmstate.integrations.langgraph.config import (
     stored_metadata,
     thread_id_of,
 )
-from swarmstate.integrations.langgraph.pack import pack
+from swarmstate.integrations.langgraph.format import keys
 
 try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
         EXCLUDED_METADATA_KEYS,
-        WRITES_IDX_MAP,
         ChannelVersions,
         Checkpoint,
         CheckpointMetadata,
@@ -76,13 +77,13 @@ try:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     # These need msgpack, from the same extra.
-    from swarmstate.integrations.langgraph import allowlist, entry, guard, reads, steps, threads
+    from swarmstate.integrations.langgraph import allowlist, read, steps, write
     from swarmstate.integrations.langgraph.allowlist import Allowlist
-    from swarmstate.integrations.langgraph.guard import Guards
+    from swarmstate.integrations.langgraph.guard import Guards, Refusals
     from swarmstate.integrations.langgraph.operations import ThreadMethods
     from swarmstate.integrations.langgraph.retention import Retainer, Retention, RetentionReport
     from swarmstate.integrations.langgraph.revive import msgpack_as_jsonplus
-    from swarmstate.integrations.langgraph.values import Head, LenderGone, Values
+    from swarmstate.integrations.langgraph.values import Values
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         f"swarmstate.integrations.langgraph needs LangGraph ({exc}); install it with "
@@ -93,22 +94,10 @@ __all__ = ["Retention", "RetentionReport", "SwarmStateSaver", "strict_serializer
 
 _T = TypeVar("_T")
 _PAGE_MAX = 256
-_BATCH = 32
 _List = list  # the class defines a method named ``list``
 _CACHE_BYTES = 64 * 1024 * 1024
 
-_new_tuple = tuple.__new__
-_NO_PARENT = Head({}, {})
-_NAMES_MAX = 4096
 _EXCLUDED_METADATA = frozenset(EXCLUDED_METADATA_KEYS)  # config keys metadata leaves out
-
-
-def _deleted(thread_id: str, checkpoint_id: str) -> ThreadDeletedError:
-    return ThreadDeletedError(
-        f"thread {thread_id!r} was deleted and checkpoint {checkpoint_id!r} (or one it builds "
-        "on) was refused: the run that wrote it cannot go on; start a new run (without a "
-        "checkpoint_id) to reuse the thread id"
-    )
 
 
 class _StrictSerializer(JsonPlusSerializer):
@@ -236,17 +225,13 @@ class SwarmStateSaver(ThreadMethods):
         self._allowlist = Allowlist(allowlist.declared(allow, "allow") if allow else frozenset())
         self._guards = Guards(self.store)
         self.retention = retention
-        # Store names derived from ids (pure functions of them, so never stale),
-        # kept for the threads and runs in use: building them is a measurable
-        # part of a put. Cleared when large.
-        self._scope_names: dict[tuple[str, str], tuple[str]] = {}
-        self._typed = False  # True once the serializer wrote a non-msgpack entry
-        self._run_names: dict[str, str] = {}  # run id -> its group tag
-        # What the tombstones that refused this saver's writes say about later ones.
-        self._refusals = guard.Refusals(self.store)
-        # Whether every checkpoint entry of the store is known to carry its tags
-        # (catalog); the first put makes it so.
-        self._indexed = False
+        self._namespaces = keys.Scopes()
+        self._read = read.Reader(self.store, self._values, self._allowlist, self._namespaces)
+        # The write path; it also keeps what the tombstones that refused this
+        # saver's writes say about later ones.
+        self._writer = write.Writer(
+            self.store, self._values, self._guards, Refusals(self.store), self._retainer
+        )
         self._owns_store = store is None
 
     def __repr__(self) -> str:
@@ -297,12 +282,8 @@ class SwarmStateSaver(ThreadMethods):
         setup = getattr(self.store, "setup", None)
         if setup is not None:
             setup()
-        catalog.convert(self.store, self._run_id_of)
-        self._indexed = True
-
-    def _run_id_of(self, data: bytes) -> Any:
-        """The run id a stored checkpoint entry names."""
-        return entry.head(self.serde, data)[2]
+        catalog.convert(self.store, functools.partial(write.run_id_of, self.serde))
+        self._writer.indexed = True
 
     def close(self) -> None:
         """Close the store if this saver opened it (``from_conn_string``, or no store given)."""
@@ -397,7 +378,8 @@ class SwarmStateSaver(ThreadMethods):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> steps.Plan[RunnableConfig]:
-        """:meth:`put` as a plan (:mod:`.steps`), which ``put`` runs and ``aput`` awaits."""
+        """:meth:`put` as a plan (:mod:`.steps`), which ``put`` runs and ``aput`` awaits:
+        the arguments checked, a :class:`.write.Scope`, the write path's plan."""
         conf, thread_id, checkpoint_ns = scope_of(config)
         checkpoint_id = checkpoint["id"]
         if type(checkpoint_id) is not str or not checkpoint_id:
@@ -415,267 +397,13 @@ class SwarmStateSaver(ThreadMethods):
                 f"new_versions must be a mapping of channel to version, got {new_versions!r}"
             )
         kept_metadata = stored_metadata(config, metadata, _EXCLUDED_METADATA)
-        run_id = kept_metadata.get("run_id")
-        if type(run_id) is not str:
-            run_id = None
-        parent_id = conf.get("checkpoint_id") or None
-        namespace = self._names(thread_id, checkpoint_ns)[0]
-        built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, parent_id)
-        refusals = self._refusals
-        if refusals.deleted and (
-            yield steps.Blocking(
-                lambda: refusals.orphaned(thread_id, namespace, built_on, checkpoint_id)
-            )
-        ):
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
-            raise _deleted(thread_id, checkpoint_id)
-        try:
-            yield from self._put(
-                conf,
-                thread_id,
-                checkpoint_ns,
-                checkpoint,
-                kept_metadata,
-                new_versions,
-                run_id,
-                parent_id,
-                built_on,
-                whole=False,
-            )
-        except LenderGone:
-            # A checkpoint this one took stored bytes from was deleted meanwhile
-            # (retention elsewhere): store every value anew, taking nothing.
-            yield from self._put(
-                conf,
-                thread_id,
-                checkpoint_ns,
-                checkpoint,
-                kept_metadata,
-                new_versions,
-                run_id,
-                parent_id,
-                built_on,
-                whole=True,
-            )
-        except ThreadDeletedError:
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=True)
-            raise
-        if refusals.deleted and (
-            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
-        ):
-            # Refused while it was written: the refusal's clean-up may have looked
-            # before it landed, so it takes itself out.
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
-            raise _deleted(thread_id, checkpoint_id)
-        retention = self.retention
-        if retention is not None:
-            yield steps.Blocking(lambda: self._retainer.wrote(self.serde, retention, thread_id))
-        return {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint_id,
-            }
-        }
-
-    def _put(
-        self,
-        conf: dict[str, Any],
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint: Checkpoint,
-        stored_metadata: dict[str, Any],
-        new_versions: Mapping[str, Any],
-        run_id: str | None,
-        parent_id: str | None,
-        built_on: _List[tuple[str, str]],
-        *,
-        whole: bool,
-    ) -> steps.Plan[None]:
-        """:meth:`put`'s one store write; ``whole``: every value stored anew."""
-        serde = self.serde
-        values = checkpoint["channel_values"]
-        versions = checkpoint["channel_versions"]
-        namespace = self._names(thread_id, checkpoint_ns)[0]
-        parent: Head | None = _NO_PARENT
-        parent_pair = outer = outer_pair = None
-        if parent_id and not whole:
-            parent_pair = (namespace, keys.checkpoint_key(parent_id))
-            # The parent is usually the checkpoint this saver just wrote: in the cache.
-            parent = self._values.heads.get((thread_id, checkpoint_ns, parent_id))
-            if parent is None:
-                parent = yield steps.Blocking(
-                    lambda: self._values.parent_head(serde, thread_id, checkpoint_ns, parent_id)
-                )
-        elif not whole and len(built_on) > 0:
-            # A subgraph's first checkpoint: its values are compared with the
-            # enclosing graph's checkpoint it runs under (the nearest one).
-            outer_ns, outer_id = built_on[-1]
-            outer_scope = keys.parse_scope(outer_ns)
-            if outer_scope is not None:
-                outer_pair = (outer_ns, keys.checkpoint_key(outer_id))
-                outer_ns_name = outer_scope[1]
-                outer = self._values.heads.get((thread_id, outer_ns_name, outer_id))
-                if outer is None:
-                    outer = yield steps.Blocking(
-                        lambda: self._values.parent_head(serde, thread_id, outer_ns_name, outer_id)
-                    )
-        stored: Mapping[str, Any] = new_versions
-        if parent is None or whole:
-            # A parent missing, stored whole (an earlier layout), or deleted while
-            # this put was made: keep every value this checkpoint holds, so that
-            # it depends on no other entry.
-            parent = None
-            stored = {ch: versions[ch] for ch in values if ch in versions}
-            stored.update(new_versions)
-        build = functools.partial(
-            self._values.build,
-            serde,
-            thread_id,
-            checkpoint_ns,
-            values,
-            versions,
-            stored,
-            parent,
-            parent_pair,
-            outer,
-            outer_pair,
+        namespace = self._namespaces.namespace(thread_id, checkpoint_ns)
+        scope = write.Scope(
+            conf, thread_id, checkpoint_ns, namespace, conf.get("checkpoint_id") or None
         )
-        # Awaited: on the loop unless it must read the store (then in a thread).
-        built = yield steps.Blocking(build, first=functools.partial(build, offline=True))
-        head = dict(checkpoint)  # the checkpoint without its values
-        head.pop("channel_values", None)
-        parts = (serde, head, stored_metadata, parent_id, run_id, built.forms)
-        data = None if self._typed else entry.encode(*parts)
-        if data is None:
-            # The serializer writes another format: typed pairs from now on,
-            # without first trying (and discarding) a whole-entry document.
-            self._typed = True
-            data = entry.encode(*parts, typed=True)
-        assert data is not None  # the typed layout always encodes
-        if self._values.compress:
-            data = entry.compressed(data)
-        checkpoint_id = checkpoint["id"]
-        entry_key = keys.checkpoint_key(checkpoint_id)
-        group = None
-        if run_id is not None:
-            group = self._run_names.get(run_id)
-            if group is None:
-                if len(self._run_names) > _NAMES_MAX:
-                    self._run_names.clear()
-                group = self._run_names[run_id] = catalog.run_tag(run_id)
-        # The one row: the store keeps the checkpoint's order and run on it (catalog).
-        rows: _List[tuple[str, str, Any] | tuple[str, str, Any, Tags]] = [
-            (namespace, entry_key, data, Tags(order=entry_key[:-1], group=group)),
-            *built.rows,
-        ]
-        if not self._indexed:
-            # This saver's first write: the store's checkpoints are made to carry
-            # their tags, and the store marked so (with this write when it holds no
-            # thread yet).
-            rows += yield steps.Blocking(
-                lambda: catalog.start_converting(self.store, self._run_id_of)
-            )
-        # Learned before the write: a write the store refuses teaches them too.
-        allowlist.learn(built.classes)
-        # After a delete_thread, a put built on a checkpoint that is gone is refused;
-        # the thread's claim, if any, is checked (guard).
-        yield from self._guards.write(
-            thread_id,
-            guard.fence_of(conf),
-            built_on,
-            rows,
-            raw=True,
-            lenders=built.lenders,
-            made=checkpoint_id,
+        return self._writer.put(
+            self.serde, scope, checkpoint, kept_metadata, new_versions, self.retention
         )
-        self._indexed = True
-        self._values.cache(built)
-        self._values.remember(
-            thread_id,
-            checkpoint_ns,
-            checkpoint["id"],
-            _new_tuple(Head, (dict(versions), built.forms, run_id)),
-        )
-
-    def _built_on(
-        self,
-        conf: dict[str, Any],
-        thread_id: str,
-        checkpoint_ns: str,
-        namespace: str,
-        checkpoint_id: str | None,
-    ) -> _List[tuple[str, str]]:
-        """``(namespace, checkpoint id)`` of the checkpoints a write builds on.
-
-        Its own (a put's parent, or the checkpoint of pending writes), then
-        those of the enclosing graphs a subgraph runs under
-        (``checkpoint_map``), the nearest last: a deleted thread refuses a
-        subgraph of the run that was going on as it refuses that run.
-        """
-        found: _List[tuple[str, str]] = []
-        outer = conf.get("checkpoint_map")
-        if outer and isinstance(outer, dict):
-            for name, outer_id in sorted(outer.items(), key=lambda item: len(str(item[0]))):
-                if (
-                    type(name) is str
-                    and name != checkpoint_ns
-                    and type(outer_id) is str
-                    and outer_id
-                ):
-                    found.append((keys.scope(thread_id, name), outer_id))
-        if checkpoint_id:
-            found.append((namespace, checkpoint_id))
-        return found
-
-    def _refuse(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, *, refused: bool
-    ) -> None:
-        """Take out a checkpoint of a run its thread's deletion ended, and remember it.
-
-        ``refused``: the tombstone refused it (else :class:`.guard.Refusals`
-        found it belongs to such a run). Its pending writes may have landed
-        first (the runtime saves in the background), and so may the
-        checkpoints of a subgraph that ran under it (:func:`.threads.refuse`):
-        they, and any writes that come later, belong to a run that cannot go
-        on. Only a refusal pays for this.
-        """
-        refusals = self._refusals
-        deleted = self._guards.deleted_at(thread_id) if refused else None
-        namespace = self._names(thread_id, checkpoint_ns)[0]
-        if refusals.refused(thread_id, deleted, [(namespace, checkpoint_id)]):
-            # A run started since the deletion and already stored (no top-level
-            # checkpoint of a refused run is): its subgraphs' are not the refused run's.
-            first = threads.first_checkpoint(self.store, thread_id, "")
-            if first is not None:
-                refusals.started(thread_id, first)
-        taken = threads.refuse(
-            self.store,
-            self.serde,
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            refusals.fresh(thread_id),
-        )
-        refusals.refused(thread_id, None, taken)
-
-    def _refusing(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, *, refused: bool
-    ) -> steps.Blocking:
-        """The step that runs :meth:`_refuse` (a rare path, left blocking)."""
-        return steps.Blocking(
-            lambda: self._refuse(thread_id, checkpoint_ns, checkpoint_id, refused=refused)
-        )
-
-    def _names(self, thread_id: str, checkpoint_ns: str) -> tuple[str]:
-        """The store names of a scope: its checkpoint namespace."""
-        names = self._scope_names.get((thread_id, checkpoint_ns))
-        if names is None:
-            if len(self._scope_names) > _NAMES_MAX:
-                self._scope_names.clear()
-            names = (keys.scope(thread_id, checkpoint_ns),)
-            self._scope_names[(thread_id, checkpoint_ns)] = names
-        return names
 
     def put_writes(
         self,
@@ -696,7 +424,7 @@ class SwarmStateSaver(ThreadMethods):
     ) -> steps.Plan[None]:
         """:meth:`put_writes` as a plan (:mod:`.steps`), which ``aput_writes`` awaits."""
         if not writes:
-            return
+            return write.nothing()
         conf = configurable(config)
         thread_id = thread_id_of(conf)
         checkpoint_id = conf.get("checkpoint_id")
@@ -710,56 +438,9 @@ class SwarmStateSaver(ThreadMethods):
                 f"task_id and task_path must be str, got {task_id!r} and {task_path!r}"
             )
         checkpoint_ns = checkpoint_ns_of(conf)
-        namespace = self._names(thread_id, checkpoint_ns)[0]
-        built_on = self._built_on(conf, thread_id, checkpoint_ns, namespace, checkpoint_id)
-        refusals = self._refusals
-        if refusals.deleted and (
-            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
-        ):
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
-            raise _deleted(thread_id, checkpoint_id)
-        dumps_typed = self.serde.dumps_typed
-        regular: _List[tuple[str, str, Any]] = []
-        special: _List[tuple[str, str, Any]] = []
-        found: set[type] = set()
-        for position, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, position)
-            type_, raw = dumps_typed(value)
-            packed = pack(raw) if self.compress and type(raw) is bytes else None
-            # Encoded here, as the store would: a raw write takes its quick path.
-            stored_entry = (
-                namespace,
-                keys.write_key(checkpoint_id, task_id, idx),
-                dumps([task_id, idx, task_path, channel, type_, raw])
-                if packed is None
-                else dumps([task_id, idx, task_path, channel, type_, packed, len(raw)]),
-            )
-            (special if idx < 0 else regular).append(stored_entry)
-            found |= allowlist.classes_in(value, type_, raw)
-        if special and regular:
-            # A mixed call stays one batch: drop the regular writes that exist.
-            existing = yield steps.GetMany([(ns, key) for ns, key, _ in regular])
-            special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
-        allowlist.learn(found)
-        # After a delete_thread, writes for a checkpoint that is gone are refused.
-        try:
-            yield from self._guards.write(
-                thread_id,
-                guard.fence_of(conf),
-                built_on,
-                special or regular,
-                raw=True,
-                if_absent=not special,
-            )
-        except ThreadDeletedError:
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=True)
-            raise
-        if refusals.deleted and (
-            yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, built_on))
-        ):
-            # Refused while they were written: they go with their checkpoint.
-            yield self._refusing(thread_id, checkpoint_ns, checkpoint_id, refused=False)
-            raise _deleted(thread_id, checkpoint_id)
+        namespace = self._namespaces.namespace(thread_id, checkpoint_ns)
+        scope = write.Scope(conf, thread_id, checkpoint_ns, namespace, checkpoint_id)
+        return self._writer.put_writes(self.serde, scope, writes, task_id, task_path)
 
     # -- reads -----------------------------------------------------------
 
@@ -770,48 +451,12 @@ class SwarmStateSaver(ThreadMethods):
     def _get_tuple_plan(self, config: RunnableConfig) -> steps.Plan[CheckpointTuple | None]:
         """:meth:`get_tuple` as a plan (:mod:`.steps`), which ``aget_tuple`` awaits."""
         conf, thread_id, checkpoint_ns = scope_of(config)
-        namespace = self._names(thread_id, checkpoint_ns)[0]
         checkpoint_id = conf.get("checkpoint_id")
-        if checkpoint_id:
-            if type(checkpoint_id) is not str:
-                raise InvalidArgumentError(
-                    f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
-                )
-            start, stop = keys.group_range(checkpoint_id)
-            rows = yield steps.Items(namespace, start=start, stop=stop)
-            if not rows or rows[0][0] != start + keys.CHECKPOINT:
-                return None
-            found = self._decode(
-                thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+        if checkpoint_id and type(checkpoint_id) is not str:
+            raise InvalidArgumentError(
+                f"checkpoint_id must be a str, got {type(checkpoint_id).__name__}"
             )
-            return (yield from self._one_plan(found))
-        latest = yield steps.Items(namespace, reverse=True, limit=1)
-        if not latest:
-            return None
-        key, stored_entry = latest[0]
-        if key[-1] == keys.CHECKPOINT:
-            # Writes sort after their checkpoint: the last key being a checkpoint means none.
-            found = self._decode(
-                thread_id, checkpoint_ns, keys.checkpoint_id_of(key), stored_entry, []
-            )
-            one = yield from self._one_plan(found)
-            if one is not None:
-                return one
-        # With pending writes, or deleted while read: the group reads, left blocking.
-        grouped: CheckpointTuple | None = yield steps.Blocking(
-            lambda: self._latest_group(thread_id, checkpoint_ns)
-        )
-        return grouped
-
-    def _latest_group(self, thread_id: str, checkpoint_ns: str) -> CheckpointTuple | None:
-        """The newest checkpoint of a namespace that can be read, with its writes."""
-        namespace = self._names(thread_id, checkpoint_ns)[0]
-        for group in reads.groups(self.store.items, namespace, None, 8):
-            # The newest that can be read: one deleted while it was read is skipped.
-            one = self._one(self._decode(thread_id, checkpoint_ns, *group))
-            if one is not None:
-                return one
-        return None
+        return self._read.get_tuple(self.serde, thread_id, checkpoint_ns, checkpoint_id or None)
 
     def list(
         self,
@@ -874,123 +519,23 @@ class SwarmStateSaver(ThreadMethods):
                         if limit <= 0:
                             return
             return
-        merged: Iterator[tuple[str, str, str, Any, _List[Any]]]
-        if config is None and self._indexes_complete():
-            # Every thread: the order tags, newest first (one range a page).
-            merged = self._from_index(before_id)
-        else:
-            if config is None:  # a store not converted yet: every thread namespace, merged
-                scopes = self._scopes(keys.THREADS)
-            stop = keys.ordered(before_id) if before_id else None
-            # Without a filter the first page is exactly what the caller asked for.
-            page = limit if limit is not None and not filter else 16
-            streams = [self._tagged(t, n, stop, page) for t, n in scopes]
-            merged = (
-                streams[0]
-                if len(streams) == 1
-                else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
-            )
-        remaining = limit
-        batch: _List[reads.Found] = []
-        for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
-            row = self._decode(
-                thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
-            )
-            if row is None:
-                continue
-            batch.append(row)
-            if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
-                continue
-            for found in self._complete(batch):
-                yield found
-                if remaining is not None:
-                    remaining -= 1
-                    if remaining <= 0:
-                        return
-            batch = []
-        for found in self._complete(batch):
-            yield found
-            if remaining is not None:
-                remaining -= 1
-                if remaining <= 0:
-                    return
-
-    def _from_index(self, before_id: str | None) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        """Every checkpoint of the store newest first, from the order tags (:mod:`.catalog`).
-
-        A checkpoint deleted between the two reads is skipped.
-        """
-        items = self.store.items
-        for checkpoint_id, thread_id, checkpoint_ns in catalog.latest(self.store, before_id):
-            start, stop = keys.group_range(checkpoint_id)
-            rows = items(keys.scope(thread_id, checkpoint_ns), start=start, stop=stop, raw=True)
-            if rows and rows[0][0] == start + keys.CHECKPOINT:
-                yield thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+        every: _List[tuple[str, str]] | None = scopes
+        if config is None:
+            # Every thread: the order tags, newest first (one range a page), or on a
+            # store not converted yet every thread namespace, merged.
+            every = None if self._indexes_complete() else self._scopes(keys.THREADS)
+        yield from self._read.listed(self.serde, every, before_id, limit, filter)
 
     def _indexes_complete(self) -> bool:
         """Whether every checkpoint carries its tags (see catalog); remembered once true."""
-        if not self._indexed:
-            self._indexed = catalog.converted(self.store)
-        return self._indexed
-
-    def _tagged(
-        self, thread_id: str, checkpoint_ns: str, stop: str | None, page: int
-    ) -> Iterator[tuple[str, str, str, Any, _List[Any]]]:
-        for checkpoint_id, stored_entry, writes in reads.groups(
-            self.store.items, keys.scope(thread_id, checkpoint_ns), stop, page
-        ):
-            yield thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes
-
-    def _decode(
-        self,
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        entry: Any,
-        writes: _List[Any],
-        filter: dict[str, Any] | None = None,
-    ) -> reads.Found | None:
-        return self._allowlist.read(
-            self.serde,
-            lambda reader: reads.decode(
-                reader,
-                self._values,
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                entry,
-                writes,
-                filter,
-            ),
-        )
-
-    def _complete(
-        self, batch: _List[reads.Found], *, offline: bool = False
-    ) -> _List[CheckpointTuple]:
-        return self._allowlist.read(
-            self.serde,
-            lambda reader: reads.complete(reader, self._values, batch, offline=offline),
-        )
+        writer = self._writer
+        if not writer.indexed:
+            writer.indexed = catalog.converted(self.store)
+        return writer.indexed
 
     def _reader(self) -> SerializerProtocol:
         """The serializer for reads: ``serde``, allowing the types the graphs wrote too."""
         return self._allowlist.reader(self.serde)  # type: ignore[no-any-return]
-
-    def _one(self, found: reads.Found | None) -> CheckpointTuple | None:
-        if found is None:
-            return None
-        done = self._complete([found])
-        return done[0] if done else None
-
-    def _one_plan(self, found: reads.Found | None) -> steps.Plan[CheckpointTuple | None]:
-        """:meth:`_one` as a plan: awaited, on the loop unless its values must be read."""
-        if found is None:
-            return None
-        done = yield steps.Blocking(
-            lambda: self._complete([found]),
-            first=lambda: self._complete([found], offline=True),
-        )
-        return done[0] if done else None
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A version greater than ``current``, unique across forks of a thread.

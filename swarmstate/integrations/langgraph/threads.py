@@ -33,7 +33,8 @@ from swarmstate._base import BaseStore
 from swarmstate._checks import ABSENT, Condition, Empty, Holds, Tags, Transaction
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import ConflictError
-from swarmstate.integrations.langgraph import catalog, entry, keys
+from swarmstate.integrations.langgraph import catalog
+from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.guard import Guards, made_at
 from swarmstate.integrations.langgraph.values import APART, CHUNKS, LIST, Values, chunks_of, scan
 

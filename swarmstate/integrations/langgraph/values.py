@@ -72,9 +72,14 @@ import ormsgpack
 from swarmstate._base import BaseStore
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
-from swarmstate.integrations.langgraph import allowlist, entry, keys, legacy, sharing
+from swarmstate.integrations.langgraph import allowlist, sharing
+from swarmstate.integrations.langgraph.format import entry, keys, legacy
+from swarmstate.integrations.langgraph.format.pack import (
+    CHUNK_AT_LEAST,
+    inflate_envelope,
+    pack_envelope,
+)
 from swarmstate.integrations.langgraph.memo import Contents, Generations, Memo
-from swarmstate.integrations.langgraph.pack import CHUNK_AT_LEAST, inflate_envelope, pack_envelope
 from swarmstate.integrations.langgraph.revive import Reviver
 from swarmstate.integrations.langgraph.steps import NeedsStore
 

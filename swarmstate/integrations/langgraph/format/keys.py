@@ -93,6 +93,7 @@ __all__ = [
     "TYPES",
     "VALUES",
     "WRITE",
+    "Scopes",
     "checkpoint_id_of",
     "checkpoint_key",
     "chunks",
@@ -152,6 +153,7 @@ _END_CHECKPOINT: Final = _END + CHECKPOINT
 WRITE: Final = "w"
 """Suffix starting a pending write's key after ``O(id)``; sorts after :data:`CHECKPOINT`."""
 _GROUP_END: Final = "x"
+_SCOPES_MAX: Final = 4096
 
 
 def field(text: str) -> str:
@@ -183,6 +185,29 @@ def thread_prefix(thread_id: str) -> str:
 def scope(thread_id: str, checkpoint_ns: str) -> str:
     """The namespace holding one (thread, checkpoint namespace)'s checkpoints and writes."""
     return _thread_namespace(thread_id, checkpoint_ns, CHECKPOINTS)
+
+
+class Scopes:
+    """:func:`scope` of the (thread, checkpoint namespace) pairs in use, kept.
+
+    Building a namespace is a measurable part of a put; it is a pure function
+    of the ids, so a kept one is never stale. Emptied when large.
+    """
+
+    __slots__ = ("_names",)
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], str] = {}
+
+    def namespace(self, thread_id: str, checkpoint_ns: str) -> str:
+        """``scope(thread_id, checkpoint_ns)``."""
+        names = self._names
+        name = names.get((thread_id, checkpoint_ns))
+        if name is None:
+            if len(names) > _SCOPES_MAX:
+                names.clear()
+            name = names[(thread_id, checkpoint_ns)] = scope(thread_id, checkpoint_ns)
+        return name
 
 
 def parse_scope(namespace: str) -> tuple[str, str] | None:

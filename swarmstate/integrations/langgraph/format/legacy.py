@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from swarmstate._checks import MAX_VALUE_BYTES
 from swarmstate._errors import DecodeError
-from swarmstate.integrations.langgraph.items import header
-from swarmstate.integrations.langgraph.pack import unpack
+from swarmstate.integrations.langgraph.format.items import header
+from swarmstate.integrations.langgraph.format.pack import unpack
 
 __all__ = ["Ref", "assemble", "parse_ref", "parse_segment"]
 

@@ -51,7 +51,7 @@ import msgpack
 
 from swarmstate._codec import dumps, loads
 from swarmstate._errors import CorruptDataError, SwarmStateError
-from swarmstate.integrations.langgraph.pack import inflate_envelope, pack_envelope
+from swarmstate.integrations.langgraph.format.pack import inflate_envelope, pack_envelope
 
 __all__ = ["Decoded", "compressed", "decode", "encode", "head", "inflated", "with_metadata"]
 
