@@ -17,7 +17,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
 
 import swarmstate
-from swarmstate.integrations.langgraph import SwarmStateSaver, keys
+from swarmstate.integrations.langgraph import SwarmStateSaver
+from swarmstate.integrations.langgraph.format import keys
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
