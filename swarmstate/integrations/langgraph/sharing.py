@@ -237,8 +237,12 @@ def _trimmed(
     """
     if stop - start < MIN_RUN or base_stop - base_start < MIN_RUN:
         return None
-    anchor = data[start : start + _ANCHOR]
     view = memoryview(base)
+    if data.startswith(view[base_start : base_start + MIN_RUN], start):
+        # It opens as the base does: not trimmed at the front (the search below
+        # would look through the whole base for nothing).
+        return None
+    anchor = data[start : start + _ANCHOR]
     find = base.find
     at = base_start  # at base_start itself it would be an append, already ruled out
     for _ in range(_TRIES):

@@ -334,7 +334,12 @@ class Values:
             else:
                 made_version, chunks = sharing.whole(data)
             fid = sharing.new_chunk_key()
-            forms[channel] = [CHUNKS, kind, fid, [_stored_part(p) for p in made_version.parts]]
+            forms[channel] = [
+                CHUNKS,
+                kind,
+                fid,
+                [list(p) if type(p) is tuple else p for p in made_version.parts],
+            ]
             rows.extend((chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks)
             written.append((channel, fid, version, made_version, contents))
         if parent is not None:
