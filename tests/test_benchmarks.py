@@ -9,6 +9,7 @@ import copy
 import fnmatch
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -496,6 +497,39 @@ def test_the_server_sections_lag_limit_is_twice_the_peers_or_two_ms_where_it_is_
     assert claims["server.disk.u4.turn_p99"]["ratio"] == pytest.approx(1.2)
     assert claims["server.disk.u4.turn_p99"]["verdict"] == "missed"
     assert claims["server.postgres.u4.throughput"]["note"].startswith("needs --pg-dsn")
+
+
+def test_the_server_sections_open_loop_offers_the_same_seeded_arrivals_at_the_rate_asked() -> None:
+    from benchmarks.sections.server.load import arrivals
+
+    first = arrivals(40.0, 4, 500, "7:r1-u4")
+    assert first == arrivals(40.0, 4, 500, "7:r1-u4")  # every saver gets the same times
+    assert first != arrivals(40.0, 4, 500, "7:r2-u4")
+    assert all(times == sorted(times) for times in first)
+    # 4 users at 40 turns/s over all: each user's mean gap is 0.1 s.
+    mean_gap = statistics.mean(times[-1] / len(times) for times in first) / 1e9
+    assert mean_gap == pytest.approx(0.1, rel=0.1)
+    with pytest.raises(ValueError, match="rate must be positive"):
+        arrivals(0.0, 4, 5, "x")
+
+
+def test_the_server_sections_open_loop_records_its_offered_load_and_no_claims() -> None:
+    from benchmarks.sections.server import contenders, section
+
+    run = section.ServerRun(users=(4,), turns=5, rounds=3, open_load=0.5)
+    served = {("disk", 4, contenders.OURS_DISK): [_served(0.5, 10, 1)] * 3}
+    served[("disk", 4, contenders.PEER_DISK)] = [_served(0.4, 11, 1)] * 3
+    setups: dict[str, dict[str, Any]] = {contenders.OURS_DISK: {}, contenders.PEER_DISK: {}}
+    res = Results()
+    section.record(run, section.Measured(served, setups, ["disk"], {("disk", 4): 12.5}), res)
+    assert res.claims == []
+    assert res.rows["server.disk.u4.open.offered"]["median"] == 12.5
+    lag = res.rows[f"server.disk.u4.open.lag_p99.{contenders.OURS_DISK}"]
+    assert lag["arrivals"] == "Poisson"
+    assert lag["median"] == pytest.approx(0.5)
+    assert not any(rid.startswith("server.disk.u4.lag") for rid in res.rows)
+    lines = section.table(res, run, ["disk"])
+    assert any("open loop at 12.5 turns/s offered" in line for line in lines)
 
 
 def test_a_tiny_run_of_the_server_section_measures_both_stores(pg_conninfo: str) -> None:

@@ -1,14 +1,23 @@
 """The load a server puts on a checkpointer: many users awaiting one graph on one event loop.
 
 :func:`serve` runs ``users`` tasks on the running loop, each ``await``-ing
-``graph.ainvoke`` on a thread of its own, turn after turn, while a ticker
-task on the same loop sleeps a millisecond at a time and records how late
-each wake-up is (the loop's lag: how long every other request on that
-server would have waited for the loop at that moment). Nothing here knows
-which saver the graph writes through.
+``graph.ainvoke`` on a thread of its own, while a ticker task on the same
+loop sleeps a millisecond at a time and records how late each wake-up is
+(the loop's lag: how long every other request on that server would have
+waited for the loop at that moment). Nothing here knows which saver the
+graph writes through.
+
+Closed loop (the default): each user starts its next turn as soon as the
+last one returned, so a faster saver also offers the loop more work per
+second. Open loop (``rate``): each user's turns arrive at seeded Poisson
+times, ``rate`` turns per second over all users whatever the saver, and a
+turn is timed from its arrival (a turn that arrives while the user's last
+one still runs waits, and that wait counts), so two savers are compared at
+the same offered load.
 """
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,29 +53,60 @@ async def _tick(lags: list[int], stop: asyncio.Event) -> None:
         lags.append(max(0, clock() - began - TICK_NS))
 
 
+def arrivals(rate: float, users: int, turns: int, seed: str) -> list[list[int]]:
+    """Per user, its turns' arrival times (ns from the start): Poisson, ``rate``/s over all users.
+
+    Each user's gaps are exponential with mean ``users / rate`` seconds,
+    drawn from its own seeded generator, so every saver gets the same times.
+    """
+    if rate <= 0:
+        raise ValueError(f"rate must be positive turns per second, got {rate!r}")
+    out = []
+    for number in range(users):
+        rng = random.Random(f"{seed}:{number}")
+        at, times = 0.0, []
+        for _ in range(turns):
+            at += rng.expovariate(rate / users)
+            times.append(int(at * 1e9))
+        out.append(times)
+    return out
+
+
 async def serve(
     graph: Any,
     turn_input: Callable[[int], dict[str, Any]],
     users: int,
     turns: int,
     tag: str,
+    rate: float | None = None,
+    seed: str = "",
 ) -> Served:
     """``users`` concurrent users, each ``turns`` awaited turns on thread ``<tag>-<user>``.
 
     ``durability="sync"``: a turn's checkpoints are written before its
     ``ainvoke`` returns, as a server that must not lose a turn runs them.
+    With ``rate`` (turns per second over all users), turns arrive at the
+    seeded times of :func:`arrivals` instead of back to back.
     """
     clock = time.perf_counter_ns
     turn_ns: list[int] = []
     lags: list[int] = []
     stop = asyncio.Event()
+    schedule = arrivals(rate, users, turns, f"{seed}:{tag}") if rate is not None else None
+    began = 0
 
     async def user(number: int) -> None:
         config = {"configurable": {"thread_id": f"{tag}-{number}"}}
         for turn in range(turns):
-            began = clock()
+            if schedule is None:
+                arrived = clock()
+            else:
+                arrived = began + schedule[number][turn]
+                ahead = arrived - clock()
+                if ahead > 0:
+                    await asyncio.sleep(ahead / 1e9)
             await graph.ainvoke(turn_input(turn), config, durability="sync")
-            turn_ns.append(clock() - began)
+            turn_ns.append(clock() - arrived)
 
     ticker = asyncio.create_task(_tick(lags, stop))
     began = clock()

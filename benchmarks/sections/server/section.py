@@ -31,7 +31,19 @@ peer: throughput >= 1.0, turn p99 <= 1.0, and the loop's lag p99 over the
 allowance <= 2.0 (at most twice the peer's, or 2 ms where the peer's is
 under 1 ms).
 
-Run alone: ``python -m benchmarks.sections.server --users 16,64 --turns 20 [--pg-dsn ...]``.
+Open loop (``--open-load F``, run alone only): the warm-up round runs as
+above and gives each store and concurrency its saturation, the slower
+contender's turns per second; the measured rounds then offer both savers
+the same load, ``F`` times that (``F`` below 1: under both savers'
+saturation), as seeded Poisson arrivals, each turn timed from its arrival
+(:mod:`.load`). Rows ``server.<store>.u<users>.open.<metric>.<saver>``
+and ``server.<store>.u<users>.open.offered`` (turns/s); no claims (issue
+#39's limits are set on the closed loop). It separates a loop busier
+because turns end sooner from a loop held longer per turn: at the same
+offered load, each saver's lag is its own pieces' length.
+
+Run alone: ``python -m benchmarks.sections.server --users 16,64 --turns 20
+[--pg-dsn ...] [--open-load 0.6]``.
 """
 
 import asyncio
@@ -41,7 +53,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +88,7 @@ class ServerRun:
     seed: int = 7
     pg_dsn: str | None = None
     pool_size: int = 8
+    open_load: float | None = None  # offered load over saturation, for an open loop
 
 
 @dataclass
@@ -85,6 +98,7 @@ class Measured:
     served: dict[tuple[str, int, str], list[Served]]  # (store, users, saver) -> a run per round
     setups: dict[str, dict[str, Any]]  # saver -> how it was opened
     stores: list[str]
+    offered: dict[tuple[str, int], float] = field(default_factory=dict)  # open loop: turns/s
 
 
 def measure(run: ServerRun, tmp: Path, log: Callable[[str], None] = print) -> Measured:
@@ -95,6 +109,7 @@ def measure(run: ServerRun, tmp: Path, log: Callable[[str], None] = print) -> Me
 async def _rounds(run: ServerRun, tmp: Path, log: Callable[[str], None]) -> Measured:
     shape = make_shape(SHAPE, run.seed, run.turns)
     served: dict[tuple[str, int, str], list[Served]] = {}
+    warm: dict[tuple[str, int], float] = {}  # (store, users) -> the slower contender's turns/s
     async with AsyncExitStack() as stack:
         contenders = await open_contenders(stack, tmp, run.pg_dsn, run.pool_size)
         by_name = {c.name: c for c in contenders}
@@ -110,19 +125,29 @@ async def _rounds(run: ServerRun, tmp: Path, log: Callable[[str], None]) -> Meas
                 for store, ours, peer in pairs:
                     for users in run.users:
                         flip += 1
+                        rate = None
+                        if round_no and run.open_load is not None:
+                            rate = run.open_load * warm[(store, users)]
                         for name in (ours, peer) if flip % 2 == 0 else (peer, ours):
                             gc.collect()
                             got = await serve(
                                 graphs[name], shape.turn_input, users, run.turns,
-                                f"r{round_no}-u{users}",
+                                f"r{round_no}-u{users}", rate=rate, seed=str(run.seed),
                             )  # fmt: skip
                             if round_no:
                                 served.setdefault((store, users, name), []).append(got)
+                            else:
+                                slower = min(
+                                    warm.get((store, users), got.throughput), got.throughput
+                                )
+                                warm[(store, users)] = slower
                 what = "warm-up" if round_no == 0 else f"round {round_no}/{run.rounds}"
                 log(f"   server {what}: {time.perf_counter() - began:.1f} s")
         finally:
             gc.unfreeze()
-    return Measured(served, {c.name: c.setup for c in contenders}, [store for store, _, _ in pairs])
+    offered = {key: run.open_load * rate for key, rate in warm.items()} if run.open_load else {}
+    stores = [store for store, _, _ in pairs]
+    return Measured(served, {c.name: c.setup for c in contenders}, stores, offered)
 
 
 def _ms(samples_ns: list[int], key: str) -> float:
@@ -141,11 +166,23 @@ def round_figures(got: Served) -> dict[str, float]:
     }
 
 
+def base_of(run: ServerRun, store: str, users: int) -> str:
+    """The rows' prefix for a store and concurrency: ``.open`` after it for an open loop."""
+    return f"server.{store}.u{users}" + ("" if run.open_load is None else ".open")
+
+
 def record(run: ServerRun, measured: Measured, res: Results) -> None:
-    """Rows ``server.<store>.u<users>.<metric>.<saver>`` and the claims of every pair."""
+    """Rows ``server.<store>.u<users>[.open].<metric>.<saver>`` and, closed loop, the claims."""
+    for (store, users), rate in measured.offered.items():
+        res.add(
+            f"{base_of(run, store, users)}.offered",
+            {"unit": "turns/s", "median": round(rate, 4)},
+            section="server", store=store, users=users, open_load=run.open_load,
+            group="offered",
+        )  # fmt: skip
     for (store, users, saver), runs in measured.served.items():
         per_round = [round_figures(got) for got in runs]
-        base = f"server.{store}.u{users}"
+        base = base_of(run, store, users)
         meta = {
             "section": "server",
             "subject": saver,
@@ -154,6 +191,8 @@ def record(run: ServerRun, measured: Measured, res: Results) -> None:
             "users": users,
             "turns": run.turns,
             "durability": "sync",
+            "arrivals": "closed loop" if run.open_load is None else "Poisson",
+            "open_load": run.open_load,
             "loop": type(asyncio.get_event_loop_policy()).__name__,
             "setup": measured.setups[saver],
             "batch": base,
@@ -178,7 +217,8 @@ def record(run: ServerRun, measured: Measured, res: Results) -> None:
                 group="lag_allowance",
                 **meta,
             )  # fmt: skip
-    claims(res, run, pg=run.pg_dsn is not None)
+    if run.open_load is None:
+        claims(res, run, pg=run.pg_dsn is not None)
 
 
 def claims(res: Results, run: ServerRun, pg: bool) -> None:
@@ -244,8 +284,11 @@ def table(res: Results, run: ServerRun, stores: list[str]) -> list[str]:
         if store not in stores:
             continue
         for users in run.users:
-            base = f"server.{store}.u{users}"
-            lines += ["", f"{store}, {users} users x {run.turns} turns: {ours} vs {peer}"]
+            base = base_of(run, store, users)
+            how = ""
+            if f"{base}.offered" in res.rows:
+                how = f", open loop at {res.rows[f'{base}.offered']['median']:.3g} turns/s offered"
+            lines += ["", f"{store}, {users} users x {run.turns} turns{how}: {ours} vs {peer}"]
             lines.append(f"  {'metric':22}{'ours':>10}{'peer':>10}   ratio ours/peer [q1-q3]")
             for metric, (unit, _, _) in METRICS.items():
                 a, b = f"{base}.{metric}.{ours}", f"{base}.{metric}.{peer}"
@@ -259,6 +302,8 @@ def table(res: Results, run: ServerRun, stores: list[str]) -> list[str]:
                     f"  {metric + ' (' + unit + ')':22}{res.rows[a]['median']:>10.3g}"
                     f"{res.rows[b]['median']:>10.3g}   {ratio}"
                 )
+    if run.open_load is not None:
+        return lines
     lines += ["", "claims:"]
     for claim in res.claims:
         if claim["ratio"] is None:
@@ -285,13 +330,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool-size", type=int, default=8, help="PostgreSQL pool size, both")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--pg-dsn", default=None, help="PostgreSQL server for that store")
+    parser.add_argument(
+        "--open-load", type=float, default=None, metavar="F",
+        help="open loop: Poisson arrivals at F (0-1) times the slower saver's warm-up turns/s",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="write rows and claims as JSON")
     args = parser.parse_args(argv)
     users = tuple(int(u) for u in args.users.split(",") if u.strip())
     if not users or min(users) < 1 or args.turns < 1 or args.rounds < 1 or args.pool_size < 1:
         print("--users, --turns, --rounds and --pool-size must be at least 1", file=sys.stderr)
         return 2
-    run = ServerRun(users, args.turns, args.rounds, args.seed, args.pg_dsn, args.pool_size)
+    if args.open_load is not None and not 0 < args.open_load < 1:
+        print("--open-load must be between 0 and 1 (a fraction of saturation)", file=sys.stderr)
+        return 2
+    run = ServerRun(
+        users, args.turns, args.rounds, args.seed, args.pg_dsn, args.pool_size, args.open_load
+    )
     res = Results()
     with tempfile.TemporaryDirectory(prefix="swarmstate-server-") as tmp:
         measured = measure(run, Path(tmp), log=lambda m: print(m, file=sys.stderr))
