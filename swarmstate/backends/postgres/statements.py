@@ -297,6 +297,11 @@ RESTORE: Final = "SELECT {schema}.restore_to(%(id)s::bigint, %(v)s::bigint)"
 
 SINCE_V6: Final[dict[str, str]] = {
     # The walk visits index forms in order; the full names come back sorted.
+    # Each step is bounded by index forms only, and the full names are
+    # filtered after the walk: with the full-name filter inside the step, the
+    # planner estimated one row and read every later entry of the range, a
+    # bitmap scan sorted per step, instead of one index probe (5 s against
+    # 27 ms for 2,000 namespaces under a thread of 3,000 checkpoints).
     "NAMESPACES": """
 WITH RECURSIVE walk(ns, ns_long) AS (
     (SELECT ns, ns_long FROM {schema}.entries
@@ -304,20 +309,19 @@ WITH RECURSIVE walk(ns, ns_long) AS (
        AND ns >= substring(%(lo)b FROM 1 FOR 1024)
        AND ns < substring(%(hi)b FROM 1 FOR 1024)
            || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
-       AND coalesce(ns_long, ns) >= %(lo)b AND coalesce(ns_long, ns) < %(hi)b
      ORDER BY ns LIMIT 1)
     UNION ALL
     SELECT n.ns, n.ns_long FROM walk w CROSS JOIN LATERAL (
         SELECT e.ns, e.ns_long FROM {schema}.entries e
         WHERE e.deleted_v IS NULL AND e.ns > w.ns
-          AND e.ns >= substring(%(lo)b FROM 1 FOR 1024)
           AND e.ns < substring(%(hi)b FROM 1 FOR 1024)
               || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
-          AND coalesce(e.ns_long, e.ns) >= %(lo)b AND coalesce(e.ns_long, e.ns) < %(hi)b
         ORDER BY e.ns LIMIT 1
     ) n
 )
-SELECT coalesce(ns_long, ns) AS name FROM walk ORDER BY name""",
+SELECT coalesce(ns_long, ns) AS name FROM walk
+WHERE coalesce(ns_long, ns) >= %(lo)b AND coalesce(ns_long, ns) < %(hi)b
+ORDER BY name""",
     # A page of keys holding one longer than HEAD_BYTES, read again sorted by
     # the full keys (the index orders index forms).
     "READ_RANGE_SORTED_ASC": """
