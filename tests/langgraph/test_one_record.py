@@ -198,3 +198,48 @@ def test_list_of_every_thread_holds_what_in_memory_saver_holds_newest_first(
     # A run rolled back: what is left is what the peer holds without that run.
     ours.delete_for_runs(["b-1"])
     assert sorted(seen(ours)) == sorted(row for row in seen(peer) if row[4] != "b-1")
+
+
+def _calls_of(store: swarmstate.BaseStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the store's reads and writes from now on, in order (the store runs them)."""
+    calls: list[str] = []
+    for name in ("write", "items", "get_many", "get", "keys"):
+        method = getattr(store, name)
+
+        def recorded(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
+            calls.append(_name)
+            return _method(*args, **kw)
+
+        monkeypatch.setattr(store, name, recorded)
+    return calls
+
+
+def test_delete_thread_of_a_thread_never_claimed_is_one_write_that_reads_nothing_first(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    saver.setup()
+    parent = _put(saver, "t", {"a": 1})
+    _put(saver, "t", {"a": 2}, parent=parent)
+    _put(saver, "u", {"a": 3})
+    calls = _calls_of(saver.store, monkeypatch)
+    saver.delete_thread("t")
+    assert calls == ["write"]  # the tombstone and the thread's entries, together
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+    assert saver.get_tuple({"configurable": {"thread_id": "u"}}) is not None
+
+
+def test_delete_thread_of_a_claimed_thread_reads_its_guard_and_keeps_its_tokens(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver = SwarmStateSaver(make_store())
+    saver.setup()
+    _put(saver, "t", {"a": 1})
+    assert saver.claim("t", ttl=60) == 1
+    calls = _calls_of(saver.store, monkeypatch)
+    saver.delete_thread("t")
+    # The first attempt assumed no guard and was refused whole; the guard was read.
+    assert calls == ["write", "items", "write"]
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+    saver.delete_thread("t")  # deleted again: its tombstone is found the same way
+    assert saver.claim("t", ttl=60) == 2  # the counter outlived both deletions

@@ -14,7 +14,8 @@ cheaper for new keys; 3 turns ordered range reads into functions; 4
 compresses large values with lz4; 5 adds ``put_ensure``; 6 names of any
 length and snapshot tokens; 7 ``require_all`` and ``put_checked``; 8
 ``put_checked`` checking its conditions itself, ``require_all`` dropped; 9
-``write_all`` (``store.write``). Long
+``write_all`` (``store.write``); 10 tags (two columns, their indexes, the
+functions that write them). Long
 lines are kept as they ran.
 """
 
@@ -761,5 +762,603 @@ _V9: Final[tuple[str, ...]] = (
         $fn$""",
 )
 
-RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7, _V8, _V9)
+# What setup() of version 10 ran from version 9: its table step, then every
+# function of the schema in force then (each CREATE OR REPLACE), then the drops.
+_V10: Final[tuple[str, ...]] = (
+    """
+ALTER TABLE {schema}.entries ADD COLUMN tag_order bytea, ADD COLUMN tag_group bytea""",
+    """
+CREATE INDEX entries_order ON {schema}.entries (tag_order, ns, key)
+WHERE deleted_v IS NULL AND tag_order IS NOT NULL""",
+    """
+CREATE INDEX entries_group ON {schema}.entries (tag_group, ns, key)
+WHERE deleted_v IS NULL AND tag_group IS NOT NULL""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_many(
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    n bigint := coalesce(cardinality(p_ns), 0);
+    v bigint;
+    got bigint;
+    new_ns bytea[];
+    new_key bytea[];
+    i integer;
+    old_v bigint;
+    old_n bigint;
+    new_n bigint;
+    d_count bigint;
+    d_bytes bigint := 0;
+    written bigint;
+BEGIN
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE {schema}.meta
+    SET total_count = total_count + n,
+        total_bytes = total_bytes
+            + (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(p_value) AS x)
+    RETURNING version INTO v;
+    WITH ins AS (
+        INSERT INTO {schema}.entries (ns, key, created_v, value)
+        SELECT u.ns, u.key, v, u.value
+        FROM unnest(p_ns, p_key, p_value) AS u(ns, key, value)
+        ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING
+        RETURNING ns, key
+    )
+    SELECT count(*), array_agg(ns), array_agg(key) INTO got, new_ns, new_key FROM ins;
+    IF got = n THEN
+        RETURN n;
+    END IF;
+    -- Some keys exist: none of them adds to the count, and each
+    -- replaces (or, with p_if_absent, keeps) its old value.
+    d_count := got - n;
+    written := got;
+    FOR i IN
+        SELECT u.ord::integer
+        FROM unnest(p_ns, p_key) WITH ORDINALITY AS u(ns, key, ord)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM unnest(new_ns, new_key) AS g(ns, key)
+            WHERE g.ns = u.ns AND g.key = u.key
+        )
+        ORDER BY u.ord
+    LOOP
+        new_n := octet_length(p_value[i]);
+        IF p_if_absent THEN
+            d_bytes := d_bytes - new_n;
+            CONTINUE;
+        END IF;
+        SELECT created_v, octet_length(value) INTO old_v, old_n
+        FROM {schema}.entries
+        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        IF old_v = v THEN
+            -- No snapshot can see the old value: replace it in place.
+            UPDATE {schema}.entries SET value = p_value[i], tag_order = NULL, tag_group = NULL
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        ELSE
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+            INSERT INTO {schema}.entries (ns, key, created_v, value)
+            VALUES (p_ns[i], p_key[i], v, p_value[i]);
+        END IF;
+        d_bytes := d_bytes - old_n;
+        written := written + 1;
+    END LOOP;
+    UPDATE {schema}.meta
+    SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+    RETURN written;
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_many(
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    n bigint := coalesce(cardinality(p_ns), 0);
+    v bigint;
+    got bigint;
+    new_ns bytea[];
+    new_key bytea[];
+    i integer;
+    old_v bigint;
+    old_n bigint;
+    new_n bigint;
+    d_count bigint;
+    d_bytes bigint := 0;
+    written bigint;
+BEGIN
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE {schema}.meta
+    SET total_count = total_count + n,
+        total_bytes = total_bytes
+            + (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(p_value) AS x)
+    RETURNING version INTO v;
+    WITH ins AS (
+        INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
+        SELECT u.ns, u.key, u.ns_long, u.key_long, v, u.value
+        FROM unnest(p_ns, p_key, p_ns_long, p_key_long, p_value)
+            AS u(ns, key, ns_long, key_long, value)
+        ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING
+        RETURNING ns, key
+    )
+    SELECT count(*), array_agg(ns), array_agg(key) INTO got, new_ns, new_key FROM ins;
+    IF got = n THEN
+        RETURN n;
+    END IF;
+    -- Some keys exist: none of them adds to the count, and each
+    -- replaces (or, with p_if_absent, keeps) its old value.
+    d_count := got - n;
+    written := got;
+    FOR i IN
+        SELECT u.ord::integer
+        FROM unnest(p_ns, p_key) WITH ORDINALITY AS u(ns, key, ord)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM unnest(new_ns, new_key) AS g(ns, key)
+            WHERE g.ns = u.ns AND g.key = u.key
+        )
+        ORDER BY u.ord
+    LOOP
+        new_n := octet_length(p_value[i]);
+        IF p_if_absent THEN
+            d_bytes := d_bytes - new_n;
+            CONTINUE;
+        END IF;
+        SELECT created_v, octet_length(value) INTO old_v, old_n
+        FROM {schema}.entries
+        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        IF old_v = v THEN
+            -- No snapshot can see the old value: replace it in place.
+            UPDATE {schema}.entries SET value = p_value[i], tag_order = NULL, tag_group = NULL
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        ELSE
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+            INSERT INTO {schema}.entries (ns, key, ns_long, key_long, created_v, value)
+            VALUES (p_ns[i], p_key[i], p_ns_long[i], p_key_long[i], v, p_value[i]);
+        END IF;
+        d_bytes := d_bytes - old_n;
+        written := written + 1;
+    END LOOP;
+    UPDATE {schema}.meta
+    SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+    RETURN written;
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_many(
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[], p_order bytea[], p_group bytea[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    n bigint := coalesce(cardinality(p_ns), 0);
+    v bigint;
+    got bigint;
+    new_ns bytea[];
+    new_key bytea[];
+    i integer;
+    old_v bigint;
+    old_n bigint;
+    new_n bigint;
+    d_count bigint;
+    d_bytes bigint := 0;
+    written bigint;
+BEGIN
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE {schema}.meta
+    SET total_count = total_count + n,
+        total_bytes = total_bytes
+            + (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(p_value) AS x)
+    RETURNING version INTO v;
+    WITH ins AS (
+        INSERT INTO {schema}.entries
+            (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+        SELECT u.ns, u.key, u.ns_long, u.key_long, v, u.value, u.tag_order, u.tag_group
+        FROM unnest(p_ns, p_key, p_ns_long, p_key_long, p_value, p_order, p_group)
+            AS u(ns, key, ns_long, key_long, value, tag_order, tag_group)
+        ON CONFLICT (ns, key) WHERE deleted_v IS NULL DO NOTHING
+        RETURNING ns, key
+    )
+    SELECT count(*), array_agg(ns), array_agg(key) INTO got, new_ns, new_key FROM ins;
+    IF got = n THEN
+        RETURN n;
+    END IF;
+    -- Some keys exist: none of them adds to the count, and each
+    -- replaces (or, with p_if_absent, keeps) its old value.
+    d_count := got - n;
+    written := got;
+    FOR i IN
+        SELECT u.ord::integer
+        FROM unnest(p_ns, p_key) WITH ORDINALITY AS u(ns, key, ord)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM unnest(new_ns, new_key) AS g(ns, key)
+            WHERE g.ns = u.ns AND g.key = u.key
+        )
+        ORDER BY u.ord
+    LOOP
+        new_n := octet_length(p_value[i]);
+        IF p_if_absent THEN
+            d_bytes := d_bytes - new_n;
+            CONTINUE;
+        END IF;
+        SELECT created_v, octet_length(value) INTO old_v, old_n
+        FROM {schema}.entries
+        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        IF old_v = v THEN
+            -- No snapshot can see the old value: replace it in place.
+            UPDATE {schema}.entries
+            SET value = p_value[i], tag_order = p_order[i], tag_group = p_group[i]
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        ELSE
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+            INSERT INTO {schema}.entries
+                (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+            VALUES (p_ns[i], p_key[i], p_ns_long[i], p_key_long[i], v, p_value[i],
+                    p_order[i], p_group[i]);
+        END IF;
+        d_bytes := d_bytes - old_n;
+        written := written + 1;
+    END LOOP;
+    UPDATE {schema}.meta
+    SET total_count = total_count + d_count, total_bytes = total_bytes + d_bytes;
+    RETURN written;
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_ensure(
+    e_ns bytea[], e_key bytea[], e_value bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    m_ns bytea[] := '{{}}';
+    m_key bytea[] := '{{}}';
+    m_value bytea[] := '{{}}';
+    ensured bigint := 0;
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    -- Key by key: each lookup is planned on the unique index, whatever
+    -- the statistics (a set-based anti join was planned with a scan).
+    FOR i IN 1 .. coalesce(cardinality(e_ns), 0) LOOP
+        PERFORM 1 FROM {schema}.entries
+        WHERE ns = e_ns[i] AND key = e_key[i] AND deleted_v IS NULL;
+        IF NOT FOUND THEN
+            m_ns := m_ns || e_ns[i];
+            m_key := m_key || e_key[i];
+            m_value := m_value || e_value[i];
+        END IF;
+    END LOOP;
+    IF cardinality(m_ns) > 0 THEN
+        ensured := {schema}.put_many(m_ns, m_key, m_value, true);
+    END IF;
+    RETURN ensured + {schema}.put_many(p_ns, p_key, p_value, p_if_absent);
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_ensure(
+    e_ns bytea[], e_key bytea[], e_value bytea[], e_ns_long bytea[], e_key_long bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    m_ns bytea[] := '{{}}';
+    m_key bytea[] := '{{}}';
+    m_value bytea[] := '{{}}';
+    m_ns_long bytea[] := '{{}}';
+    m_key_long bytea[] := '{{}}';
+    ensured bigint := 0;
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    -- Key by key: each lookup is planned on the unique index, whatever
+    -- the statistics (a set-based anti join was planned with a scan).
+    FOR i IN 1 .. coalesce(cardinality(e_ns), 0) LOOP
+        PERFORM 1 FROM {schema}.entries
+        WHERE ns = e_ns[i] AND key = e_key[i] AND deleted_v IS NULL;
+        IF NOT FOUND THEN
+            m_ns := m_ns || e_ns[i];
+            m_key := m_key || e_key[i];
+            m_value := m_value || e_value[i];
+            m_ns_long := m_ns_long || e_ns_long[i];
+            m_key_long := m_key_long || e_key_long[i];
+        END IF;
+    END LOOP;
+    IF cardinality(m_ns) > 0 THEN
+        ensured := {schema}.put_many(m_ns, m_key, m_value, true, m_ns_long, m_key_long);
+    END IF;
+    RETURN ensured
+        + {schema}.put_many(p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long);
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.put_checked(
+    c_ns bytea[], c_key bytea[], c_state smallint[], c_value bytea[],
+    e_ns bytea[], e_key bytea[], e_value bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    found_value bytea;
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(c_ns, 1), 0) LOOP
+        SELECT value INTO found_value FROM {schema}.entries
+        WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+        IF (c_state[i] = 0 AND FOUND) OR (c_state[i] > 0 AND NOT FOUND)
+           OR (c_state[i] = 2 AND found_value <> c_value[i]) THEN
+            RAISE EXCEPTION 'swarmstate: requirement % does not hold', i
+                USING ERRCODE = 'SWRQ1';
+        END IF;
+    END LOOP;
+    RETURN {schema}.put_ensure(e_ns, e_key, e_value, p_ns, p_key, p_value, p_if_absent);
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.write_all(
+    c_kind smallint[], c_ns bytea[], c_key bytea[], c_value bytea[],
+    x_lo bytea[], x_hi bytea[], d_ns bytea[], d_key bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    found_value bytea;
+    holds boolean;
+    deleted bigint := 0;
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(c_kind, 1), 0) LOOP
+        IF c_kind[i] = 3 THEN
+            IF octet_length(c_key[i]) > 1024 OR octet_length(c_value[i]) > 1024 THEN
+                PERFORM 1 FROM {schema}.entries e
+                WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                  AND e.key >= substring(c_key[i] FROM 1 FOR 1024)
+                  AND e.key < substring(c_value[i] FROM 1 FOR 1024)
+                  || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+                  AND coalesce(e.key_long, e.key) >= c_key[i]
+                  AND coalesce(e.key_long, e.key) < c_value[i]
+                LIMIT 1;
+            ELSE
+                PERFORM 1 FROM {schema}.entries e
+                WHERE e.ns = c_ns[i] AND e.deleted_v IS NULL
+                  AND e.key >= c_key[i] AND e.key < c_value[i]
+                LIMIT 1;
+            END IF;
+            holds := NOT FOUND;
+        ELSE
+            SELECT value INTO found_value FROM {schema}.entries
+            WHERE ns = c_ns[i] AND key = c_key[i] AND deleted_v IS NULL;
+            holds := CASE c_kind[i] WHEN 0 THEN NOT FOUND WHEN 1 THEN FOUND
+                     ELSE FOUND AND found_value = c_value[i] END;
+        END IF;
+        IF NOT holds THEN
+            RAISE EXCEPTION 'swarmstate: condition % does not hold', i
+                USING ERRCODE = 'SWRQ1', DETAIL = i::text;
+        END IF;
+    END LOOP;
+    FOR j IN 1 .. coalesce(array_length(x_lo, 1), 0) LOOP
+        deleted := deleted + {schema}.remove_range(x_lo[j], x_hi[j]);
+    END LOOP;
+    IF coalesce(array_length(d_ns, 1), 0) > 0 THEN
+        deleted := deleted + {schema}.remove_many(d_ns, d_key);
+    END IF;
+    RETURN ARRAY[
+        {schema}.put_many(p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long),
+        deleted
+    ];
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.write_tagged(
+    c_kind smallint[], c_ns bytea[], c_key bytea[], c_value bytea[],
+    x_lo bytea[], x_hi bytea[], d_ns bytea[], d_key bytea[],
+    t_tag smallint[], t_lo bytea[], t_hi bytea[],
+    p_ns bytea[], p_key bytea[], p_value bytea[], p_if_absent boolean,
+    p_ns_long bytea[], p_key_long bytea[], p_order bytea[], p_group bytea[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    done bigint[];
+    deleted bigint;
+    a_ns bytea[];
+    a_key bytea[];
+BEGIN
+    done := {schema}.write_all(
+        c_kind, c_ns, c_key, c_value, x_lo, x_hi, d_ns, d_key,
+        '{{}}', '{{}}', '{{}}', p_if_absent, '{{}}', '{{}}'
+    );
+    deleted := done[2];
+    FOR j IN 1 .. coalesce(array_length(t_tag, 1), 0) LOOP
+        IF t_tag[j] = 0 THEN
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key FROM {schema}.entries
+            WHERE deleted_v IS NULL AND tag_order IS NOT NULL
+              AND tag_order >= t_lo[j] AND tag_order < t_hi[j];
+        ELSE
+            SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key FROM {schema}.entries
+            WHERE deleted_v IS NULL AND tag_group IS NOT NULL
+              AND tag_group >= t_lo[j] AND tag_group < t_hi[j];
+        END IF;
+        IF a_ns IS NOT NULL THEN
+            deleted := deleted + {schema}.remove_many(a_ns, a_key);
+        END IF;
+    END LOOP;
+    RETURN ARRAY[
+        {schema}.put_many(
+            p_ns, p_key, p_value, p_if_absent, p_ns_long, p_key_long, p_order, p_group
+        ),
+        deleted
+    ];
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.remove_many(p_ns bytea[], p_key bytea[])
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v bigint;
+    old_v bigint;
+    old_n bigint;
+    removed bigint := 0;
+    d_bytes bigint := 0;
+BEGIN
+    SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(p_ns, 1), 0) LOOP
+        SELECT created_v, octet_length(value) INTO old_v, old_n
+        FROM {schema}.entries
+        WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        CONTINUE WHEN NOT FOUND;
+        IF old_v = v THEN
+            DELETE FROM {schema}.entries
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        ELSE
+            UPDATE {schema}.entries SET deleted_v = v
+            WHERE ns = p_ns[i] AND key = p_key[i] AND deleted_v IS NULL;
+        END IF;
+        removed := removed + 1;
+        d_bytes := d_bytes + old_n;
+    END LOOP;
+    UPDATE {schema}.meta
+    SET total_count = total_count - removed, total_bytes = total_bytes - d_bytes;
+    RETURN removed;
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.remove_range(p_lo bytea, p_hi bytea)
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    a_ns bytea[];
+    a_key bytea[];
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key
+    FROM {schema}.entries
+    WHERE ns >= substring(p_lo FROM 1 FOR 1024)
+      AND ns < substring(p_hi FROM 1 FOR 1024)
+          || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+      AND coalesce(ns_long, ns) >= p_lo AND coalesce(ns_long, ns) < p_hi
+      AND deleted_v IS NULL;
+    IF a_ns IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN {schema}.remove_many(a_ns, a_key);
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.copy_range(
+    p_lo bytea, p_hi bytea, p_target bytea, p_cut integer
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    a_ns bytea[];
+    a_key bytea[];
+    a_value bytea[];
+    a_ns_long bytea[];
+    a_key_long bytea[];
+    a_order bytea[];
+    a_group bytea[];
+BEGIN
+    PERFORM 1 FROM {schema}.meta FOR UPDATE;
+    SELECT array_agg(CASE WHEN octet_length(t) > 1024
+                          THEN substring(t FROM 1 FOR 1024) || sha256(t) ELSE t END),
+           array_agg(key), array_agg(value),
+           array_agg(CASE WHEN octet_length(t) > 1024 THEN t END), array_agg(key_long),
+           array_agg(tag_order), array_agg(tag_group)
+    INTO a_ns, a_key, a_value, a_ns_long, a_key_long, a_order, a_group
+    FROM (
+        SELECT p_target || substring(coalesce(ns_long, ns) FROM p_cut) AS t,
+               key, key_long, value, tag_order, tag_group
+        FROM {schema}.entries
+        WHERE ns >= substring(p_lo FROM 1 FOR 1024)
+          AND ns < substring(p_hi FROM 1 FOR 1024)
+              || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+          AND coalesce(ns_long, ns) >= p_lo AND coalesce(ns_long, ns) < p_hi
+          AND deleted_v IS NULL
+    ) AS copied;
+    IF a_ns IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN {schema}.put_many(
+        a_ns, a_key, a_value, false, a_ns_long, a_key_long, a_order, a_group
+    );
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.restore_to(p_id bigint, p_v bigint)
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v bigint;
+    snap {schema}.snapshots%ROWTYPE;
+    brought bigint;
+BEGIN
+    SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+    SELECT * INTO snap FROM {schema}.snapshots WHERE id = p_id AND version = p_v;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    DELETE FROM {schema}.entries
+    WHERE deleted_v IS NULL AND created_v > p_v AND created_v = v;
+    UPDATE {schema}.entries SET deleted_v = v
+    WHERE deleted_v IS NULL AND created_v > p_v;
+    INSERT INTO {schema}.entries
+        (ns, key, ns_long, key_long, created_v, value, tag_order, tag_group)
+    SELECT ns, key, ns_long, key_long, v, value, tag_order, tag_group FROM {schema}.entries
+    WHERE deleted_v > p_v AND created_v <= p_v;
+    GET DIAGNOSTICS brought = ROW_COUNT;
+    UPDATE {schema}.meta
+    SET total_count = snap.entry_count, total_bytes = snap.size_bytes, head = snap.id;
+    RETURN brought;
+END
+$fn$""",
+    """
+CREATE OR REPLACE FUNCTION {schema}.read_range(
+    p_ns bytea, p_start bytea, p_stop bytea, p_limit bigint,
+    p_desc boolean, p_values boolean
+) RETURNS TABLE (r_key bytea, r_value bytea)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+BEGIN
+    IF octet_length(p_start) > 1024 OR octet_length(p_stop) > 1024 THEN
+        IF p_desc THEN
+            RETURN QUERY
+            SELECT coalesce(e.key_long, e.key), CASE WHEN p_values THEN e.value END
+            FROM {schema}.entries e
+            WHERE e.ns = p_ns AND e.deleted_v IS NULL
+              AND e.key >= substring(p_start FROM 1 FOR 1024)
+              AND e.key < substring(p_stop FROM 1 FOR 1024)
+                  || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+              AND coalesce(e.key_long, e.key) >= p_start
+              AND coalesce(e.key_long, e.key) < p_stop
+            ORDER BY coalesce(e.key_long, e.key) DESC LIMIT p_limit;
+        ELSE
+            RETURN QUERY
+            SELECT coalesce(e.key_long, e.key), CASE WHEN p_values THEN e.value END
+            FROM {schema}.entries e
+            WHERE e.ns = p_ns AND e.deleted_v IS NULL
+              AND e.key >= substring(p_start FROM 1 FOR 1024)
+              AND e.key < substring(p_stop FROM 1 FOR 1024)
+                  || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+              AND coalesce(e.key_long, e.key) >= p_start
+              AND coalesce(e.key_long, e.key) < p_stop
+            ORDER BY coalesce(e.key_long, e.key) ASC LIMIT p_limit;
+        END IF;
+    ELSIF p_desc THEN
+        RETURN QUERY
+        SELECT coalesce(e.key_long, e.key), CASE WHEN p_values THEN e.value END
+        FROM {schema}.entries e
+        WHERE e.ns = p_ns AND e.deleted_v IS NULL
+          AND e.key >= p_start AND e.key < p_stop
+        ORDER BY e.key DESC LIMIT p_limit;
+    ELSE
+        RETURN QUERY
+        SELECT coalesce(e.key_long, e.key), CASE WHEN p_values THEN e.value END
+        FROM {schema}.entries e
+        WHERE e.ns = p_ns AND e.deleted_v IS NULL
+          AND e.key >= p_start AND e.key < p_stop
+        ORDER BY e.key ASC LIMIT p_limit;
+    END IF;
+END
+$fn$""",
+    """DROP FUNCTION IF EXISTS {schema}.require_all(bytea[], bytea[], smallint[], bytea[])""",
+)
+
+RELEASED: Final[tuple[tuple[str, ...], ...]] = (*_V1_TO_V5, _V6, _V7, _V8, _V9, _V10)
 """One tuple of statements per released schema version, oldest first."""

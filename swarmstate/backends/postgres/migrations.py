@@ -35,7 +35,10 @@ What each version changed:
    that must be empty, prefix deletes, deletes and sets) in one statement;
 10. tags: ``tag_order``/``tag_group`` on ``entries`` with their partial
     indexes (a table step), ``put_many`` with tags, ``write_tagged``; every
-    write without tags clears the tags of a row it overwrites.
+    write without tags clears the tags of a row it overwrites;
+11. ``remove_range`` set-based: a prefix delete (``delete_thread``) is one
+    ``DELETE`` and one ``UPDATE`` over the range instead of two statements a
+    key (20,000 keys: 44 ms against 260 ms).
 """
 
 from __future__ import annotations

@@ -54,7 +54,9 @@ every name in ``[lo, hi)`` can have, then the full names are compared).
 The writes are functions, so that a batch is one statement and one round
 trip. Key by key, every statement in them is a point lookup on
 ``entries_live`` whatever the table statistics say (one set-based statement
-got a sequential-scan generic plan on small tables). In READ COMMITTED each
+got a sequential-scan generic plan on small tables); a prefix's removal
+(``remove_range``) is set-based over its range of ``entries_live``, as its
+reads were. In READ COMMITTED each
 statement of a volatile function reads a fresh view, so the rows read after
 the ``meta`` lock are current. A checkpoint's write is ``put_checked``
 (conditions), which calls ``put_ensure`` (entries written only where
@@ -80,7 +82,7 @@ __all__ = [
     "VALUES_LZ4",
 ]
 
-SCHEMA_VERSION: Final = 10
+SCHEMA_VERSION: Final = 11
 """The version a schema has after ``setup()`` with this code."""
 
 HEAD_BYTES: Final = 1024
@@ -683,27 +685,47 @@ BEGIN
 END
 $fn$"""
 
-# Collects the live keys under a prefix (given in full) through entries_live,
-# then removes them key by key: the cost follows the range, not the table.
+# Removes the live keys under a prefix (given in full) found through
+# entries_live, set-based: one DELETE of the rows created at the current
+# version (no snapshot sees them) and one UPDATE marking the older ones, each
+# scanning the range once. The cost follows the range, not the table.
 REMOVE_RANGE: Final = """
 CREATE OR REPLACE FUNCTION {schema}.remove_range(p_lo bytea, p_hi bytea)
 RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
-    a_ns bytea[];
-    a_key bytea[];
+    v bigint;
+    gone bigint;
+    gone_bytes bigint;
+    kept bigint;
+    kept_bytes bigint;
 BEGIN
-    PERFORM 1 FROM {schema}.meta FOR UPDATE;
-    SELECT array_agg(ns), array_agg(key) INTO a_ns, a_key
-    FROM {schema}.entries
-    WHERE ns >= substring(p_lo FROM 1 FOR 1024)
-      AND ns < substring(p_hi FROM 1 FOR 1024)
-          || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
-      AND coalesce(ns_long, ns) >= p_lo AND coalesce(ns_long, ns) < p_hi
-      AND deleted_v IS NULL;
-    IF a_ns IS NULL THEN
-        RETURN 0;
+    SELECT version INTO v FROM {schema}.meta FOR UPDATE;
+    WITH removed AS (
+        DELETE FROM {schema}.entries
+        WHERE ns >= substring(p_lo FROM 1 FOR 1024)
+          AND ns < substring(p_hi FROM 1 FOR 1024)
+              || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+          AND coalesce(ns_long, ns) >= p_lo AND coalesce(ns_long, ns) < p_hi
+          AND deleted_v IS NULL AND created_v = v
+        RETURNING octet_length(value) AS n
+    )
+    SELECT count(*), coalesce(sum(n), 0) INTO gone, gone_bytes FROM removed;
+    WITH marked AS (
+        UPDATE {schema}.entries SET deleted_v = v
+        WHERE ns >= substring(p_lo FROM 1 FOR 1024)
+          AND ns < substring(p_hi FROM 1 FOR 1024)
+              || '\\xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'::bytea
+          AND coalesce(ns_long, ns) >= p_lo AND coalesce(ns_long, ns) < p_hi
+          AND deleted_v IS NULL AND created_v <> v
+        RETURNING octet_length(value) AS n
+    )
+    SELECT count(*), coalesce(sum(n), 0) INTO kept, kept_bytes FROM marked;
+    IF gone + kept > 0 THEN
+        UPDATE {schema}.meta
+        SET total_count = total_count - gone - kept,
+            total_bytes = total_bytes - gone_bytes - kept_bytes;
     END IF;
-    RETURN {schema}.remove_many(a_ns, a_key);
+    RETURN gone + kept;
 END
 $fn$"""
 

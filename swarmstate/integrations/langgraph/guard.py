@@ -216,15 +216,22 @@ class Guards:
         *,
         deletes: list[tuple[str, str]] | None = None,
         prefix_deletes: list[str] | None = None,
+        absent_first: bool = False,
     ) -> Any:
         """Apply ``change`` to the guard with compare-and-set; returns the new guard (or None).
 
         ``deletes`` and ``prefix_deletes`` go in the same transaction as the
-        new guard, all or nothing.
+        new guard, all or nothing. ``absent_first``: the first attempt
+        assumes no guard without reading it (most threads never had one), so
+        that attempt is one round trip; a guard it meets refuses the write,
+        which is then read and tried again.
         """
         key = keys.field(thread_id)
-        for _ in range(_ATTEMPTS):
-            raw, guard = self._read(thread_id)
+        for attempt in range(_ATTEMPTS):
+            if attempt == 0 and absent_first:
+                raw, guard = parsed(thread_id, [])
+            else:
+                raw, guard = self._read(thread_id)
             new = change(dict(guard))
             if new is None:
                 return None
@@ -308,7 +315,9 @@ class Guards:
             guard["deleted"] = self.clock()
             return guard
 
-        self._swap(thread_id, change, deletes=deletes, prefix_deletes=prefix_deletes)
+        self._swap(
+            thread_id, change, deletes=deletes, prefix_deletes=prefix_deletes, absent_first=True
+        )
 
 
 class Refusals:
