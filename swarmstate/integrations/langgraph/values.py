@@ -321,6 +321,13 @@ class Values:
                 forms[channel] = [BLOB, kind, data if type(data) is bytes else bytes(data)]
                 continue
             data = data if type(data) is bytes else bytes(data)
+            if base is None and lender is None and not skipping and parent is not None:
+                # A channel new to its head (a subgraph's input, the state it then
+                # builds from it): compared with the largest value the head stores
+                # as chunks, the one it most likely copies.
+                base, lender = self._largest(parent, parent_pair)
+                if base is None and outer is not None:
+                    base, lender = self._largest(outer, outer_pair)
             if base is not None:
                 made_version, chunks = sharing.share(data, base[1])
                 assert lender is not None  # a base always comes with its lender
@@ -401,6 +408,24 @@ class Values:
                 raise NeedsStore
             found = self._read_version(thread_id, form, (thread_id, checkpoint_ns, "(parent)"))
         return (fid, found), pair
+
+    def _largest(
+        self, head: Head, pair: Pair | None
+    ) -> tuple[tuple[str, sharing.Version] | None, Pair | None]:
+        """The largest version ``head`` stores as chunks that is cached, with ``pair``.
+
+        ``(None, None)`` when it has none cached (nothing is read for this).
+        """
+        if pair is None:
+            return None, None
+        best: tuple[str, sharing.Version] | None = None
+        for form in head.forms.values():
+            if form[0] != CHUNKS:
+                continue
+            found = self.versions.get(form[2])
+            if found is not None and (best is None or len(found.data) > len(best[1].data)):
+                best = (form[2], found)
+        return (best, pair) if best is not None else (None, None)
 
     def _resolve_missing(
         self,
