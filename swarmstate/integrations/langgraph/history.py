@@ -128,6 +128,18 @@ def delta_history(
             )
         except CorruptDataError as exc:
             raise reads.corrupt(thread_id, checkpoint_ns, cursor, exc) from exc
+        if any(type(write[2]) is reads.Unread for write in pending):
+            row = reads.Found(thread_id, checkpoint_ns, cursor, {}, {}, None, pending, None)
+            if reads.resolve_writes(serde, values, [row]):
+                # A chunk is missing: damaged, unless the checkpoint went meanwhile.
+                if not store.contains(namespace, keys.checkpoint_key(cursor)):
+                    raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
+                raise reads.corrupt(
+                    thread_id,
+                    checkpoint_ns,
+                    cursor,
+                    CorruptDataError("a pending write's stored bytes are missing a chunk"),
+                )
         for write in reversed(pending):
             collected[write[1]].append(list(write))
         # A channel ends at the first ancestor holding a value for it (after its writes).

@@ -20,9 +20,20 @@ from swarmstate.integrations.langgraph import config
 from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.format.pack import unpack
 from swarmstate.integrations.langgraph.revive import Reviver
-from swarmstate.integrations.langgraph.values import Values, head_of
+from swarmstate.integrations.langgraph.values import CHUNKS, Values, head_of
 
-__all__ = ["Found", "Pending", "complete", "corrupt", "decode", "fold", "groups", "pending_writes"]
+__all__ = [
+    "Found",
+    "Pending",
+    "Unread",
+    "complete",
+    "corrupt",
+    "decode",
+    "fold",
+    "groups",
+    "pending_writes",
+    "resolve_writes",
+]
 
 _PAGE_MAX = 256
 _new_tuple = tuple.__new__
@@ -30,6 +41,16 @@ _new_tuple = tuple.__new__
 Group = tuple[str, Any, list[Any]]
 Pending = tuple[list[Any], "str | None"]
 """Write entries seen at the bottom of a page, and the key head they share."""
+
+
+class Unread(NamedTuple):
+    """A pending write stored as ranges of the thread's chunks, its bytes not read yet.
+
+    :func:`pending_writes` leaves it in a write's value; :func:`complete`
+    (or :func:`resolve_writes`) reads the bytes and revives the value.
+    """
+
+    form: list[Any]
 
 
 class Found(NamedTuple):
@@ -95,7 +116,9 @@ def pending_writes(
 
     The runtime's order: task path, then task id, then index. With
     ``channels``, only the writes to those channels (the others are not
-    revived at all).
+    revived at all). A write stored as chunks (``[CHUNKS, type, id,
+    parts]`` where the bytes are) gets an :class:`Unread` value, which
+    :func:`resolve_writes` turns into the value.
     """
     decoded = []
     for stored in writes:
@@ -116,7 +139,14 @@ def pending_writes(
                 "a pending write is not [task id, idx, path, channel, type, bytes(, size)]"
             )
         if channels is None or write[3] in channels:
-            if len(write) == 7:  # compressed (pack): the bytes and their size
+            if type(write[5]) is list:  # its bytes are ranges of chunks
+                form = write[5]
+                if len(write) != 6 or len(form) != 4 or form[0] != CHUNKS or form[1] != write[4]:
+                    raise CorruptDataError(
+                        "a pending write stored as chunks is not [CHUNKS, type, id, parts]"
+                    )
+                write[5] = Unread(form)
+            elif len(write) == 7:  # compressed (pack): the bytes and their size
                 packed, size = write[5], write[6]
                 raw = unpack(packed, size) if type(packed) is bytes and type(size) is int else None
                 if raw is None:
@@ -126,7 +156,10 @@ def pending_writes(
     decoded.sort(key=lambda w: (w[2], w[0], w[1]))
     revive = reviver.loads
     try:
-        return [(w[0], w[3], revive(serde, (w[4], w[5]))) for w in decoded]
+        return [
+            (w[0], w[3], w[5] if type(w[5]) is Unread else revive(serde, (w[4], w[5])))
+            for w in decoded
+        ]
     except Exception as exc:  # any failure to decode stored bytes means they are damaged
         raise CorruptDataError(
             f"a pending write's value does not decode ({type(exc).__name__}: {exc})"
@@ -210,6 +243,11 @@ def complete(
         if incomplete:
             gone = _deleted(values, [(batch[shared[i]], channel) for i, channel in incomplete])
             batch = [row for row in batch if (row[0], row[1], row[2]) not in gone]
+    if any(type(w[2]) is Unread for row in batch for w in row.writes):
+        lost = resolve_writes(serde, values, batch, offline=offline)
+        if lost:
+            gone = _deleted(values, lost)
+            batch = [row for row in batch if (row[0], row[1], row[2]) not in gone]
     out: list[CheckpointTuple] = []
     for (
         thread_id,
@@ -242,6 +280,44 @@ def complete(
         # tuple.__new__ is what NamedTuple._make uses: it skips the keyword-handling __new__.
         out.append(_new_tuple(CheckpointTuple, (run_config, checkpoint, metadata, parent, writes)))
     return out
+
+
+def resolve_writes(
+    serde: Any, values: Values, batch: list[Found], *, offline: bool = False
+) -> list[tuple[Found, str]]:
+    """Read and revive the :class:`Unread` pending writes of ``batch``, in place.
+
+    Their chunks are read at once. Returns ``(row, channel)`` for each write
+    whose bytes are missing (its value is left :class:`Unread`): the caller
+    tells a checkpoint deleted while it was read from damaged data.
+    """
+    places = [
+        (row, index, write)
+        for row in batch
+        for index, write in enumerate(row.writes)
+        if type(write[2]) is Unread
+    ]
+    pairs = values.write_values(
+        [((row[0], row[1], row[2]), write[2].form) for row, _, write in places],
+        offline=offline,
+    )
+    lost: list[tuple[Found, str]] = []
+    for (row, index, write), pair in zip(places, pairs, strict=True):
+        if pair is None:
+            lost.append((row, write[1]))
+            continue
+        try:
+            row.writes[index] = (write[0], write[1], values.reviver.loads(serde, pair))
+        except Exception as exc:  # stored bytes that do not decode are damaged
+            raise corrupt(
+                row[0],
+                row[1],
+                row[2],
+                CorruptDataError(
+                    f"a pending write's value does not decode ({type(exc).__name__}: {exc})"
+                ),
+            ) from exc
+    return lost
 
 
 def _deleted(values: Values, rows: list[tuple[Found, str]]) -> set[tuple[str, str, str]]:

@@ -33,7 +33,7 @@ from swarmstate._base import BaseStore
 from swarmstate._errors import InvalidArgumentError
 from swarmstate.integrations.langgraph import catalog, reads, threads
 from swarmstate.integrations.langgraph.format import entry, keys
-from swarmstate.integrations.langgraph.values import Values, scan
+from swarmstate.integrations.langgraph.values import Values, scan, write_chunks
 
 __all__ = ["BATCH", "Retainer", "Retention", "RetentionReport", "cutoff_of"]
 
@@ -153,6 +153,8 @@ class _Row:
     ts: str
     size: int
     writes: list[tuple[str, int]]  # (key, stored bytes)
+    write_chunks: list[str] = dataclasses.field(default_factory=list)
+    """The chunks its pending writes stored as chunks name."""
 
 
 class Retainer:
@@ -309,10 +311,12 @@ class Retainer:
             for row in rows:
                 if row.key not in kept:
                     doomed.append((namespace, row))
-                elif report.dry_run and row.decoded.forms is not None:
-                    threads.add_references(
-                        thread, checkpoint_ns, row.decoded, kept_chunks, kept_earlier
-                    )
+                elif report.dry_run:
+                    kept_chunks.update(row.write_chunks)
+                    if row.decoded.forms is not None:
+                        threads.add_references(
+                            thread, checkpoint_ns, row.decoded, kept_chunks, kept_earlier
+                        )
         if not doomed:
             return report
         report.checkpoints_deleted = len(doomed)
@@ -344,11 +348,15 @@ class Retainer:
         """Every checkpoint of a namespace, newest first, with its writes' keys and sizes."""
         rows: list[_Row] = []
         writes: list[tuple[str, int]] = []
+        borrowed: dict[str, list[str]] = {}  # write key -> the chunks it names
         for key, stored_entry in scan(
             self.store, keys.scope(thread_id, checkpoint_ns), reverse=True
         ):
             if key[-1] != keys.CHECKPOINT:
                 writes.append((key, len(stored_entry)))
+                named = write_chunks(stored_entry)
+                if named:
+                    borrowed[key] = named
                 continue
             head = key[:-1]
             mine = [w for w in writes if w[0].startswith(head)]
@@ -364,6 +372,7 @@ class Retainer:
                     str(decoded.checkpoint.get("ts", "")),
                     len(stored_entry),
                     mine,
+                    [chunk for k, _ in mine for chunk in borrowed.pop(k, ())],
                 )
             )
         return rows

@@ -36,7 +36,15 @@ from swarmstate._errors import ConflictError
 from swarmstate.integrations.langgraph import catalog
 from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.guard import Guards, made_at
-from swarmstate.integrations.langgraph.values import APART, CHUNKS, LIST, Values, chunks_of, scan
+from swarmstate.integrations.langgraph.values import (
+    APART,
+    CHUNKS,
+    LIST,
+    Values,
+    chunks_of,
+    scan,
+    write_chunks,
+)
 
 __all__ = [
     "LEASES",
@@ -310,12 +318,13 @@ def delete_pairs(store: BaseStore, pairs: list[tuple[str, str]]) -> None:
 
 def references(serde: Any, store: BaseStore, thread_id: str) -> tuple[set[str], set[Any]]:
     """The chunk keys, and the earlier layout's value and segment entries, the thread's
-    checkpoints reference."""
+    checkpoints and pending writes reference."""
     chunks: set[str] = set()
     earlier: set[Any] = set()
     for _, checkpoint_ns in scopes_of(store, thread_id):
         for key, stored_entry in scan(store, keys.scope(thread_id, checkpoint_ns)):
             if key[-1] != keys.CHECKPOINT:
+                chunks.update(write_chunks(stored_entry))  # a write stored as chunks
                 continue
             decoded = entry.decode(serde, stored_entry)
             if decoded.forms is not None:

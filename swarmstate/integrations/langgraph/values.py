@@ -95,6 +95,7 @@ __all__ = [
     "LenderGone",
     "Values",
     "chunks_of",
+    "write_chunks",
 ]
 
 BLOB: Final = 0
@@ -153,6 +154,24 @@ def chunks_of(form: list[Any]) -> Iterable[str]:
     for part in form[3]:
         if type(part) is list:
             yield part[0]
+
+
+def write_chunks(stored: Any) -> list[str]:
+    """The chunk keys a stored pending write names (none for one whose bytes are inline).
+
+    What a sweep keeps for the write. A write that does not decode names
+    none (a reader of it raises).
+    """
+    try:
+        write = loads(stored)
+    except (ValueError, TypeError):
+        return []
+    if type(write) is not list or len(write) != 6 or type(write[5]) is not list:
+        return []
+    form = write[5]
+    if len(form) != 4 or form[0] != CHUNKS or type(form[3]) is not list:
+        return []
+    return [key for key in chunks_of(form) if type(key) is str]
 
 
 class Values:
@@ -408,6 +427,75 @@ class Values:
                 raise NeedsStore
             found = self._read_version(thread_id, form, (thread_id, checkpoint_ns, "(parent)"))
         return (fid, found), pair
+
+    def write_form(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        built_on: list[tuple[str, str]],
+        channel: str,
+        kind: str,
+        data: bytes,
+    ) -> tuple[list[Any], list[Entry], sharing.Version, Pair] | None:
+        """A pending write's bytes as a ``CHUNKS`` form taking a stored value's bytes.
+
+        A write that repeats a value stored as chunks, whole or with items
+        added at its end, is stored as ranges of that value's chunks: a
+        subgraph's input (the state it was given) and the state it hands
+        back. ``built_on`` are the ``(namespace, checkpoint id)`` the write
+        builds on, the nearest last (its own checkpoint, in ``checkpoint_ns``,
+        then the enclosing graphs' it runs under): the nearest whose head is cached and holds
+        the channel's value as chunks is the one compared with (nothing is
+        read for this; a subgraph's first writes may reach the saver before
+        its first checkpoint, then the enclosing one serves). Returns the
+        form, the new chunk rows, the version made and the checkpoint it
+        borrows from (its *lender*, which the write must require), or None:
+        too small, nothing cached to compare with, or not beginning with that
+        value's bytes (a node's new output, such as a plan made anew or a
+        text rewritten at its start: its put compares it), and then the
+        write keeps its bytes inline, as written.
+        """
+        if len(data) < SHARE_AT:
+            return None
+        for nearest, (namespace, checkpoint_id) in enumerate(reversed(built_on)):
+            if nearest:
+                parsed = keys.parse_scope(namespace)
+                if parsed is None or parsed[0] != thread_id:
+                    continue
+                head = self.heads.get((thread_id, parsed[1], checkpoint_id))
+            else:
+                head = self.heads.get((thread_id, checkpoint_ns, checkpoint_id))
+            form = head.forms.get(channel) if head is not None else None
+            if form is None or form[0] != CHUNKS:
+                continue
+            base = self.versions.get(form[2])
+            if base is None:
+                continue
+            at = sharing.header_length(data)
+            base_at = sharing.header_length(base.data) if at else 0
+            if not data.startswith(memoryview(base.data)[base_at:], at):
+                return None  # not a copy of it: one comparison of its first bytes
+            made, chunks = sharing.share(data, base)
+            chunks_ns = keys.chunks(thread_id)
+            rows = [(chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks]
+            parts = [list(p) if type(p) is tuple else p for p in made.parts]
+            lender = (namespace, keys.checkpoint_key(checkpoint_id))
+            return [CHUNKS, kind, sharing.new_chunk_key(), parts], rows, made, lender
+        return None
+
+    def write_values(
+        self, wanted: list[tuple[Context, list[Any]]], *, offline: bool = False
+    ) -> list[tuple[str, bytes] | None]:
+        """The serializer's pairs of pending writes stored as ``CHUNKS`` forms, in order.
+
+        One read of the chunks not cached, for all of them. None where a
+        chunk is missing (the caller tells a checkpoint deleted meanwhile
+        from damaged data). ``offline``: raise :class:`NeedsStore` rather
+        than read the store.
+        """
+        named = {("w", i): (context, form) for i, (context, form) in enumerate(wanted)}
+        stored = self._fetch(named, offline=offline)
+        return [stored.get(("w", i)) for i in range(len(wanted))]
 
     def _largest(
         self, head: Head, pair: Pair | None

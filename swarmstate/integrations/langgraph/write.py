@@ -28,7 +28,7 @@ from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.format.pack import pack
 from swarmstate.integrations.langgraph.guard import Guards, Refusals
 from swarmstate.integrations.langgraph.retention import Retainer, Retention
-from swarmstate.integrations.langgraph.values import Head, LenderGone, Values
+from swarmstate.integrations.langgraph.values import SHARE_AT, Head, LenderGone, Values
 
 __all__ = ["Scope", "Writer", "nothing", "run_id_of"]
 
@@ -323,9 +323,16 @@ class Writer:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        *,
+        share: bool = True,
     ) -> steps.Plan[None]:
         """A task's pending writes of the checkpoint ``scope.checkpoint_id``, in one
-        ``store.write``: regular ones insert-or-ignore, special ones replace."""
+        ``store.write``: regular ones insert-or-ignore, special ones replace.
+
+        A write as large as a stored value is stored sharing the checkpoint's
+        values where it holds one (:meth:`.Values.write_form`); ``share=False``
+        keeps every write's bytes inline.
+        """
         thread_id, namespace = scope.thread_id, scope.namespace
         checkpoint_id = scope.checkpoint_id
         assert checkpoint_id is not None  # the adapter checked it
@@ -336,24 +343,43 @@ class Writer:
             yield self._refusing(serde, scope, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
         dumps_typed = serde.dumps_typed
-        compress = self.values.compress
+        cache = self.values
+        compress = cache.compress
         regular: _List[tuple[str, str, Any]] = []
         special: _List[tuple[str, str, Any]] = []
         found: set[type] = set()
+        made: _List[tuple[str, Any]] = []  # (form id, version) of the writes stored as chunks
+        chunk_rows: _List[Row] = []
+        lenders: set[tuple[str, str]] = set()
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
-            packed = pack(raw) if compress and type(raw) is bytes else None
-            # Encoded here, as the store would: a raw write takes its quick path.
-            stored_entry = (
-                namespace,
-                keys.write_key(checkpoint_id, task_id, idx),
-                dumps([task_id, idx, task_path, channel, type_, raw])
-                if packed is None
-                else dumps([task_id, idx, task_path, channel, type_, packed, len(raw)]),
-            )
-            (special if idx < 0 else regular).append(stored_entry)
             found |= allowlist.classes_in(value, type_, raw)
+            shared = (
+                cache.write_form(
+                    thread_id, scope.checkpoint_ns, scope.built_on, channel, type_, raw
+                )
+                if share and type(raw) is bytes and len(raw) >= SHARE_AT
+                else None
+            )
+            if shared is not None:
+                # As large as a stored value, and mostly one: its bytes are
+                # ranges of a checkpoint's chunks (that checkpoint is its lender).
+                form, rows, version, lender = shared
+                stored = dumps([task_id, idx, task_path, channel, type_, form])
+                chunk_rows.extend(rows)
+                made.append((form[2], version))
+                lenders.add(lender)
+            else:
+                packed = pack(raw) if compress and type(raw) is bytes else None
+                # Encoded here, as the store would: a raw write takes its quick path.
+                stored = (
+                    dumps([task_id, idx, task_path, channel, type_, raw])
+                    if packed is None
+                    else dumps([task_id, idx, task_path, channel, type_, packed, len(raw)])
+                )
+            stored_entry = (namespace, keys.write_key(checkpoint_id, task_id, idx), stored)
+            (special if idx < 0 else regular).append(stored_entry)
         if special and regular:
             # A mixed call stays one batch: drop the regular writes that exist.
             existing = yield steps.GetMany([(ns, key) for ns, key, _ in regular])
@@ -361,7 +387,20 @@ class Writer:
         allowlist.learn(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         try:
-            yield from self._write(scope, special or regular, if_absent=not special)
+            if made:
+                yield from self._write(
+                    scope, [*(special or regular), *chunk_rows],
+                    if_absent=not special, lenders=lenders,
+                )  # fmt: skip
+                for fid, version in made:
+                    cache.versions.put(fid, version)
+            else:
+                yield from self._write(scope, special or regular, if_absent=not special)
+        except LenderGone:
+            # A checkpoint they borrow from is not stored (deleted meanwhile, or
+            # not written yet): the writes go with their bytes inline.
+            yield from self.put_writes(serde, scope, writes, task_id, task_path, share=False)
+            return
         except ThreadDeletedError:
             yield self._refusing(serde, scope, checkpoint_id, refused=True)
             raise

@@ -1,0 +1,218 @@
+"""Pending writes as large as a stored value share its bytes, and read back whole.
+
+A write of at least ``SHARE_AT`` bytes that mostly repeats a value its
+checkpoint (or, for a subgraph, the enclosing checkpoint) stores as chunks
+is stored as ranges of those chunks, borrowing from that checkpoint. Checked
+on every store through the saver's own calls: reads (warm and from a new
+saver, sync and async, after a copy), the sweep keeping what only a write
+names, a write whose lender is gone stored inline, and planted forms
+refused.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+import swarmstate
+from swarmstate._codec import dumps, loads
+from swarmstate.integrations.langgraph import SwarmStateSaver, sharing
+from swarmstate.integrations.langgraph.format import keys
+from swarmstate.integrations.langgraph.values import CHUNKS, SHARE_AT
+
+
+def _big(rnd: random.Random, items: int) -> list[dict[str, str]]:
+    return [
+        {"role": "user", "content": "".join(rnd.choices(string.ascii_letters, k=700))}
+        for _ in range(items)
+    ]
+
+
+def _put(
+    saver: SwarmStateSaver,
+    thread_id: str,
+    value: Any,
+    *,
+    parent: str | None = None,
+    checkpoint_ns: str = "",
+    outer: dict[str, str] | None = None,
+    checkpoint_id: str | None = None,
+) -> str:
+    checkpoint = empty_checkpoint()
+    if checkpoint_id is not None:
+        checkpoint["id"] = checkpoint_id
+    version = saver.get_next_version(None)
+    checkpoint["channel_values"] = {"messages": value}
+    checkpoint["channel_versions"] = {"messages": version}
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if parent is not None:
+        conf["checkpoint_id"] = parent
+    if outer is not None:
+        conf["checkpoint_map"] = outer
+    saver.put(
+        {"configurable": conf},
+        checkpoint,
+        {"source": "loop", "step": 1},
+        {"messages": version},
+    )
+    return checkpoint["id"]
+
+
+def _writes(
+    saver: SwarmStateSaver,
+    thread_id: str,
+    checkpoint_id: str,
+    value: Any,
+    *,
+    checkpoint_ns: str = "",
+    outer: dict[str, str] | None = None,
+) -> None:
+    conf: dict[str, Any] = {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+    }
+    if outer is not None:
+        conf["checkpoint_map"] = outer
+    saver.put_writes({"configurable": conf}, [("messages", value)], "task-1")
+
+
+def _stored_write(
+    store: swarmstate.BaseStore, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+) -> list[Any]:
+    key = keys.write_key(checkpoint_id, "task-1", 0)
+    raw = store.get_many([(keys.scope(thread_id, checkpoint_ns), key)], raw=True)[0]
+    assert raw is not None
+    found = loads(raw)
+    assert isinstance(found, list)
+    return found
+
+
+def _pending(saver: SwarmStateSaver, thread_id: str, checkpoint_ns: str = "") -> list[Any]:
+    found = saver.get_tuple(
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}}
+    )
+    assert found is not None
+    return [value for _, _, value in found.pending_writes or []]
+
+
+def test_a_write_repeating_its_checkpoints_value_is_stored_as_its_chunks_and_reads_back(
+    make_store: Any,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(5)
+    state = _big(rnd, 30)
+    assert len(saver.serde.dumps_typed(state)[1]) >= SHARE_AT
+    checkpoint = _put(saver, "t", state)
+    written = [*state, *_big(rnd, 1)]
+    _writes(saver, "t", checkpoint, written)
+    stored = _stored_write(store, "t", "", checkpoint)
+    assert type(stored[5]) is list  # a form, not the bytes
+    assert stored[5][0] == CHUNKS
+    assert len(dumps(stored)) < 2000  # the state's 21 kB are ranges of its chunks
+    assert _pending(saver, "t") == [written]
+    # A new saver has nothing cached: it reads the chunks.
+    assert _pending(SwarmStateSaver(store), "t") == [written]
+    assert [t.pending_writes for t in SwarmStateSaver(store).list(None)] == [
+        [("task-1", "messages", written)]
+    ]
+    saver.copy_thread("t", "copy")
+    saver.delete_thread("t")
+    assert _pending(SwarmStateSaver(store), "copy") == [written]
+
+
+async def test_an_awaited_read_of_a_write_stored_as_chunks_reads_them(make_store: Any) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(6)
+    state = _big(rnd, 30)
+    checkpoint = _put(saver, "t", state)
+    written = [*state, *_big(rnd, 2)]
+    _writes(saver, "t", checkpoint, written)
+    fresh = SwarmStateSaver(store)
+    found = await fresh.aget_tuple({"configurable": {"thread_id": "t"}})
+    assert found is not None
+    assert found.pending_writes == [("task-1", "messages", written)]
+
+
+def test_a_subgraphs_write_borrows_from_the_enclosing_checkpoint_and_the_sweep_keeps_it(
+    make_store: Any,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(7)
+    state = _big(rnd, 30)
+    outer_first = _put(saver, "t", state)
+    # The subgraph's writes come before its first checkpoint is written.
+    sub_ns = "agent:" + "1" * 8
+    outer = {"": outer_first}
+    sub_first = empty_checkpoint()["id"]
+    _writes(saver, "t", sub_first, state, checkpoint_ns=sub_ns, outer=outer)
+    stored = _stored_write(store, "t", sub_ns, sub_first)
+    assert type(stored[5]) is list
+    _put(saver, "t", "small", checkpoint_ns=sub_ns, outer=outer, checkpoint_id=sub_first)
+    # The enclosing graph moves on to a value that shares nothing with the first,
+    # and pruning keeps each namespace's newest: the first enclosing checkpoint goes.
+    _put(saver, "t", _big(rnd, 30), parent=outer_first)
+    saver.prune(["t"], strategy="keep_latest")
+    assert len(list(saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}))) == 1
+    # Only the write names the first checkpoint's chunks now: they were kept.
+    assert _pending(SwarmStateSaver(store), "t", sub_ns) == [state]
+
+
+def test_a_write_whose_lender_is_gone_is_stored_inline(make_store: Any) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(8)
+    state = _big(rnd, 30)
+    checkpoint = _put(saver, "t", state)
+    # Another process deletes the checkpoint this saver still has cached.
+    store.delete_many([(keys.scope("t", ""), keys.checkpoint_key(checkpoint))])
+    _writes(saver, "t", checkpoint, state)
+    stored = _stored_write(store, "t", "", checkpoint)
+    assert type(stored[5]) is bytes  # inline (deflated where the store compresses)
+
+
+def test_a_small_write_or_one_that_shares_little_stays_inline(make_store: Any) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(9)
+    checkpoint = _put(saver, "t", _big(rnd, 30))
+    other = _big(rnd, 30)
+    _writes(saver, "t", checkpoint, other)
+    assert type(_stored_write(store, "t", "", checkpoint)[5]) is bytes
+    second = _put(saver, "t", _big(rnd, 30), parent=checkpoint)
+    _writes(saver, "t", second, [{"role": "user", "content": "hi"}])
+    assert type(_stored_write(store, "t", "", second)[5]) is bytes
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ["not-chunks", "msgpack", "id", []],
+        [CHUNKS, "json", "id", []],  # its type is not the write's
+        [CHUNKS, "msgpack", "id", "parts"],
+        [CHUNKS, "msgpack", "id", [["missing-chunk", 0, 10]]],
+        [CHUNKS, "msgpack", "id", [["k", 0, 1]] * (sharing.MAX_PARTS + 1)],
+    ],
+)
+def test_a_planted_write_form_is_refused_as_damaged(make_store: Any, planted: list[Any]) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    checkpoint = _put(saver, "t", "small")
+    key = keys.write_key(checkpoint, "task-1", 0)
+    row = ["task-1", 0, "", "messages", "msgpack", planted]
+    store.set_many([(keys.scope("t", ""), key, dumps(row))], raw=True)
+    with pytest.raises(swarmstate.CorruptDataError):
+        SwarmStateSaver(store).get_tuple({"configurable": {"thread_id": "t"}})
