@@ -216,3 +216,21 @@ def test_a_planted_write_form_is_refused_as_damaged(make_store: Any, planted: li
     store.set_many([(keys.scope("t", ""), key, dumps(row))], raw=True)
     with pytest.raises(swarmstate.CorruptDataError):
         SwarmStateSaver(store).get_tuple({"configurable": {"thread_id": "t"}})
+
+
+def test_a_delta_history_walk_reads_a_write_stored_as_chunks(make_store: Any) -> None:
+    from swarmstate.integrations.langgraph import history
+
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(10)
+    state = _big(rnd, 30)
+    first = _put(saver, "t", state)
+    written = [*state, *_big(rnd, 1)]
+    _writes(saver, "t", first, written)
+    assert type(_stored_write(store, "t", "", first)[5]) is list
+    child = _put(saver, "t", "small", parent=first)
+    fresh = SwarmStateSaver(store)  # nothing cached: the chunks are read
+    walked = history.delta_history(store, fresh._values, fresh.serde, "t", "", child, ["messages"])
+    assert walked["messages"]["writes"] == [("task-1", "messages", written)]
