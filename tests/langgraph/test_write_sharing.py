@@ -204,6 +204,8 @@ def test_a_small_write_or_one_that_shares_little_stays_inline(make_store: Any) -
         [CHUNKS, "msgpack", "id", "parts"],
         [CHUNKS, "msgpack", "id", [["missing-chunk", 0, 10]]],
         [CHUNKS, "msgpack", "id", [["k", 0, 1]] * (sharing.MAX_PARTS + 1)],
+        [CHUNKS, "msgpack", "id", [[]]],
+        [CHUNKS, "msgpack", "id", [[7, 0, 1]]],
     ],
 )
 def test_a_planted_write_form_is_refused_as_damaged(make_store: Any, planted: list[Any]) -> None:
@@ -216,6 +218,10 @@ def test_a_planted_write_form_is_refused_as_damaged(make_store: Any, planted: li
     store.set_many([(keys.scope("t", ""), key, dumps(row))], raw=True)
     with pytest.raises(swarmstate.CorruptDataError):
         SwarmStateSaver(store).get_tuple({"configurable": {"thread_id": "t"}})
+    # What collects the thread's chunks reads every write: a damaged one names none.
+    saver.retain(keep_last=1, thread_ids=["t"], dry_run=True)
+    saver.prune(["t"])
+    saver.delete_for_runs(["no-such-run"])
 
 
 def test_a_delta_history_walk_reads_a_write_stored_as_chunks(make_store: Any) -> None:
@@ -234,3 +240,32 @@ def test_a_delta_history_walk_reads_a_write_stored_as_chunks(make_store: Any) ->
     fresh = SwarmStateSaver(store)  # nothing cached: the chunks are read
     walked = history.delta_history(store, fresh._values, fresh.serde, "t", "", child, ["messages"])
     assert walked["messages"]["writes"] == [("task-1", "messages", written)]
+
+
+def test_a_write_whose_checkpoint_never_landed_keeps_what_it_names_and_the_dry_run_says_so(
+    make_store: Any,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(11)
+    state = _big(rnd, 30)
+    outer_first = _put(saver, "t", state)
+    sub_ns = "agent:" + "2" * 8
+    never = empty_checkpoint()["id"]  # the subgraph's checkpoint is never written
+    _writes(saver, "t", never, state, checkpoint_ns=sub_ns, outer={"": outer_first})
+    assert type(_stored_write(store, "t", sub_ns, never)[5]) is list
+    _put(saver, "t", _big(rnd, 30), parent=outer_first)
+    dry = saver.retain(keep_last=1, thread_ids=["t"], dry_run=True)
+    real = saver.retain(keep_last=1, thread_ids=["t"])
+    assert (dry.checkpoints_deleted, dry.bytes_freed) == (
+        real.checkpoints_deleted,
+        real.bytes_freed,
+    )
+    assert real.checkpoints_deleted == 1
+    # The write stays (retention deletes a checkpoint's writes with it), and reads whole.
+    found = SwarmStateSaver(store)._values.write_values(
+        [(("t", sub_ns, never), _stored_write(store, "t", sub_ns, never)[5])]
+    )
+    assert found[0] is not None
+    assert loads(found[0][1]) == state

@@ -131,9 +131,11 @@ def delta_history(
         if any(type(write[2]) is reads.Unread for write in pending):
             row = reads.Found(thread_id, checkpoint_ns, cursor, {}, {}, None, pending, None)
             if reads.resolve_writes(serde, values, [row]):
-                # A chunk is missing: damaged, unless the checkpoint went meanwhile.
+                # A chunk is missing: damaged, unless the ancestor went meanwhile
+                # (then the chain ends here, as where an ancestor is not found).
                 if not store.contains(namespace, keys.checkpoint_key(cursor)):
-                    raise _deleted(thread_id, checkpoint_ns, checkpoint_id)
+                    cut = True
+                    break
                 raise reads.corrupt(
                     thread_id,
                     checkpoint_ns,

@@ -305,7 +305,7 @@ class Retainer:
         kept_chunks: set[str] = set()
         kept_earlier: set[Any] = set()
         for thread, checkpoint_ns in scopes:
-            rows = self._rows(serde, thread, checkpoint_ns)
+            rows = self._rows(serde, thread, checkpoint_ns, kept_chunks)
             kept = _needed(rows, keep)
             namespace = keys.scope(thread, checkpoint_ns)
             for row in rows:
@@ -344,8 +344,19 @@ class Retainer:
         report.bytes_freed += sum(size(namespace, key, n) for namespace, key, n in gone)
         return report
 
-    def _rows(self, serde: Any, thread_id: str, checkpoint_ns: str) -> list[_Row]:
-        """Every checkpoint of a namespace, newest first, with its writes' keys and sizes."""
+    def _rows(
+        self,
+        serde: Any,
+        thread_id: str,
+        checkpoint_ns: str,
+        orphaned: set[str] | None = None,
+    ) -> list[_Row]:
+        """Every checkpoint of a namespace, newest first, with its writes' keys and sizes.
+
+        The chunks named by writes whose checkpoint is not stored (it has not
+        landed yet, or never will) are added to ``orphaned``: retention keeps
+        those writes, and so what they name.
+        """
         rows: list[_Row] = []
         writes: list[tuple[str, int]] = []
         borrowed: dict[str, list[str]] = {}  # write key -> the chunks it names
@@ -375,6 +386,9 @@ class Retainer:
                     [chunk for k, _ in mine for chunk in borrowed.pop(k, ())],
                 )
             )
+        if orphaned is not None:
+            for named in borrowed.values():
+                orphaned.update(named)
         return rows
 
     # -- the policy a saver applies as it writes --------------------------------
