@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--offset", type=_non_negative, default=0, metavar="N",
         help="skip the N newest threads: the next page starts at --offset N",
     )  # fmt: skip
+    threads.add_argument(
+        "--count", action="store_true",
+        help="also count every thread of the store (a walk that costs the number of threads)",
+    )  # fmt: skip
     output(threads)
     threads.set_defaults(func=_cmd_threads)
 
@@ -259,7 +263,7 @@ def _cmd_threads(args: argparse.Namespace) -> int:
     from swarmstate._cli import threads as views
 
     def build(store: Any) -> dict[str, Any]:
-        return views.threads_view(_saver(store), args.limit, args.offset)
+        return views.threads_view(_saver(store), args.limit, args.offset, count=args.count)
 
     _view(args, build, render.render_threads)
     return EXIT_OK

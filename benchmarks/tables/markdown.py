@@ -21,6 +21,8 @@ SECTION_TITLES = {
     "retention": "Retention: expiring threads, keeping the newest, giving space back",
     "shapes": "State shapes: each against the saver it replaces (issue #28)",
     "threads": "Many threads in one store: thread-level calls as threads pile up (issue #31)",
+    "server": "A server: users awaiting one event loop, beside the upstream async savers "
+    "(issue #39)",
 }
 
 CLAIM_NOTE = (

@@ -109,8 +109,10 @@ def plural(count: int, noun: str) -> str:
 def render_threads(doc: dict[str, Any]) -> str:
     total, offset, shown = doc["total"], doc["offset"], len(doc["threads"])
     if not shown:
-        if total == 0:
+        if offset == 0:
             return "no LangGraph threads in this store"
+        if total is None:
+            return f"no threads at --offset {offset:,} (--count says how many there are)"
         return f"no threads at --offset {offset:,}: the store has {plural(total, 'thread')}"
     rows = []
     for t in doc["threads"]:
@@ -128,8 +130,9 @@ def render_threads(doc: dict[str, Any]) -> str:
     headers = ["THREAD", "CHECKPOINTS", "NAMESPACES", "LAST ACTIVITY (UTC)", "VALUE BYTES"]
     lines = [table(headers, rows)]
     last = offset + shown
-    summary = f"threads {offset + 1:,}-{last:,} of {total:,}, newest activity first"
-    if last < total:
+    of = "" if total is None else f" of {total:,}"
+    summary = f"threads {offset + 1:,}-{last:,}{of}, newest activity first"
+    if doc["more"]:
         summary += f" (next page: --offset {last})"
     lines.append(summary)
     return "\n".join(lines)

@@ -51,19 +51,24 @@ def _moment(ts: str) -> datetime.datetime:
 
 
 def threads_by_activity(
-    saver: SwarmStateSaver, limit: int, offset: int
-) -> tuple[list[ListedThread], int]:
-    """A page of the store's threads, newest activity first, and how many threads there are.
+    saver: SwarmStateSaver, limit: int, offset: int, *, count: bool = False
+) -> tuple[list[ListedThread], int | None, bool]:
+    """A page of the store's threads, newest activity first.
 
-    Returns ``(page, total)``: at most ``limit`` threads after skipping
-    ``offset``, each with the ``ts`` of its newest checkpoint (every
-    namespace), newest first. Read through the saver's ``recent_threads``
-    (the checkpoints' order tags: it costs the checkpoints newer than the
-    page's last thread) and ``thread_count`` (a walk of the thread
-    namespaces).
+    Returns ``(page, total, more)``: at most ``limit`` threads after
+    skipping ``offset``, each with the ``ts`` of its newest checkpoint
+    (every namespace), newest first; how many threads the store holds, with
+    ``count`` only (else None); whether a thread follows the page. Read
+    through the saver's ``recent_threads`` (the checkpoints' order tags: it
+    costs the checkpoints newer than the page's last thread, and one more
+    thread says whether there is a next page) and, with ``count``,
+    ``thread_count`` (a walk of every thread's namespaces: it costs the
+    number of threads).
     """
+    found_threads = saver.recent_threads(limit=limit + 1, offset=offset)
+    more = len(found_threads) > limit
     page = []
-    for found in saver.recent_threads(limit=limit, offset=offset):
+    for found in found_threads[:limit]:
         # Its newest checkpoint, in whichever namespace it is.
         latest = next(
             iter(saver.list(checkpoints.config(found.thread_id, None, found.checkpoint_id))), None
@@ -76,12 +81,17 @@ def threads_by_activity(
                 None if latest is None else checkpoints.checkpoint_id(latest),
             )
         )
-    return page, saver.thread_count()
+    return page, (saver.thread_count() if count else None), more
 
 
-def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, Any]:
-    """A page of threads, newest activity first: checkpoints, namespaces, last activity, bytes."""
-    page, total = threads_by_activity(saver, limit, offset)
+def threads_view(
+    saver: SwarmStateSaver, limit: int, offset: int, *, count: bool = False
+) -> dict[str, Any]:
+    """A page of threads, newest activity first: checkpoints, namespaces, last activity, bytes.
+
+    ``count``: also how many threads the store holds (``total``; None without).
+    """
+    page, total, more = threads_by_activity(saver, limit, offset, count=count)
     rows = []
     for thread_id, last_activity, last_checkpoint_id in page:
         # Counted from the store's keys: a long thread's checkpoints are not read.
@@ -96,7 +106,13 @@ def threads_view(saver: SwarmStateSaver, limit: int, offset: int) -> dict[str, A
                 "value_bytes": saver.thread_size(thread_id),
             }
         )
-    return {"total": total, "offset": offset, "limit": limit, "threads": rows}
+    return {
+        "total": total,
+        "more": more,
+        "offset": offset,
+        "limit": limit,
+        "threads": rows,
+    }
 
 
 def history_view(

@@ -63,9 +63,10 @@ def ids(tuples: Any) -> list[str]:
 def test_threads_lists_every_thread_with_the_saver_counts_and_latest(
     filled: Filled, capsys: Any
 ) -> None:
-    doc = cli_json(filled, "threads", capsys=capsys)
+    doc = cli_json(filled, "threads", "--count", capsys=capsys)
     assert sorted(t["thread_id"] for t in doc["threads"]) == sorted(THREADS)
     assert doc["total"] == len(THREADS)
+    assert doc["more"] is False
     store = filled.saver.store
     for row in doc["threads"]:
         found = list(filled.saver.list(cfg(row["thread_id"])))

@@ -293,20 +293,26 @@ def test_threads_come_newest_activity_first_a_page_at_a_time_with_the_total(
         reverse=True,
     )
     doc = cli_json(filled, capsys, "threads")
-    assert (doc["total"], doc["offset"], doc["limit"]) == (len(everything), 0, 20)
+    # The total walks every thread: only with --count.
+    assert (doc["total"], doc["more"], doc["offset"], doc["limit"]) == (None, False, 0, 20)
     assert [t["thread_id"] for t in doc["threads"]] == newest_first
+    starts = range(0, len(everything) + 3, 3)
     pages = [
-        cli_json(filled, capsys, "threads", "--limit", "3", "--offset", str(start))
-        for start in range(0, len(everything) + 3, 3)
+        cli_json(filled, capsys, "threads", "--limit", "3", "--offset", str(start), "--count")
+        for start in starts
     ]
     assert [t["thread_id"] for p in pages for t in p["threads"]] == newest_first
     assert {p["total"] for p in pages} == {len(everything)}
+    assert [p["more"] for p in pages] == [start + 3 < len(everything) for start in starts]
     assert pages[-1]["threads"] == []
     code, out, _ = run(filled, capsys, "threads", "--limit", "3")
     assert code == 0
+    assert "threads 1-3, newest activity first (next page: --offset 3)" in out
+    code, out, _ = run(filled, capsys, "threads", "--limit", "3", "--count")
     assert f"threads 1-3 of {len(everything)}, newest activity first" in out
-    assert "--offset 3" in out
     code, out, _ = run(filled, capsys, "threads", "--offset", "100")
+    assert "no threads at --offset 100 (--count says how many there are)" in out
+    code, out, _ = run(filled, capsys, "threads", "--offset", "100", "--count")
     assert f"the store has {len(everything)} threads" in out
     for row in doc["threads"]:
         assert row["value_bytes"] == filled.saver.thread_size(row["thread_id"])

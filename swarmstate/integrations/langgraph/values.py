@@ -171,9 +171,7 @@ def write_chunks(stored: Any) -> list[str]:
     form = write[5]
     if len(form) != 4 or form[0] != CHUNKS or type(form[3]) is not list:
         return []
-    return [
-        part[0] for part in form[3] if type(part) is list and part and type(part[0]) is str
-    ]
+    return [part[0] for part in form[3] if type(part) is list and part and type(part[0]) is str]
 
 
 class Values:
