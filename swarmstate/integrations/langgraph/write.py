@@ -365,9 +365,9 @@ class Writer:
             if shared is not None:
                 # As large as a stored value, and mostly one: its bytes are
                 # ranges of a checkpoint's chunks (that checkpoint is its lender).
-                form, rows, version, lender = shared
+                form, new_chunks, version, lender = shared
                 stored = dumps([task_id, idx, task_path, channel, type_, form])
-                chunk_rows.extend(rows)
+                chunk_rows.extend(new_chunks)
                 made.append((form[2], version))
                 lenders.add(lender)
             else:
@@ -387,15 +387,11 @@ class Writer:
         allowlist.learn(found)
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         try:
-            if made:
-                yield from self._write(
-                    scope, [*(special or regular), *chunk_rows],
-                    if_absent=not special, lenders=lenders,
-                )  # fmt: skip
-                for fid, version in made:
-                    cache.versions.put(fid, version)
-            else:
-                yield from self._write(scope, special or regular, if_absent=not special)
+            batch = special or regular
+            yield from self._write(
+                scope, batch + chunk_rows if chunk_rows else batch,
+                if_absent=not special, lenders=lenders,
+            )  # fmt: skip
         except LenderGone:
             # A checkpoint they borrow from is not stored (deleted meanwhile, or
             # not written yet): the writes go with their bytes inline.
@@ -404,6 +400,8 @@ class Writer:
         except ThreadDeletedError:
             yield self._refusing(serde, scope, checkpoint_id, refused=True)
             raise
+        for fid, version in made:
+            cache.versions.put(fid, version)
         if refusals.deleted and (
             yield steps.Blocking(lambda: refusals.orphaned(thread_id, namespace, scope.built_on))
         ):
