@@ -113,6 +113,69 @@ async def test_a_put_on_an_awaitable_store_takes_no_worker_thread(
         await _closed(store)
 
 
+async def test_an_awaited_latest_read_with_pending_writes_takes_no_worker_thread(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await _opened(make_store())
+    offloaded: list[Any] = []
+    to_thread = asyncio.to_thread
+
+    async def recorded(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        offloaded.append(args[1] if fn is steps._blocking else getattr(fn, "__name__", fn))
+        return await to_thread(fn, *args, **kwargs)
+
+    try:
+        saver = SwarmStateSaver(store)
+        saver.setup()
+        checkpoint, values = _checkpoint(300, random.Random(4))
+        config = await saver.aput(
+            cfg("w"), checkpoint, {"source": "loop", "step": 1}, {"text": 1, "n": 1}
+        )
+        await saver.aput_writes(config, [("text", "pending"), ("n", 7)], "task-1")
+        monkeypatch.setattr(asyncio, "to_thread", recorded)
+        found = await saver.aget_tuple(cfg("w"))
+        assert found is not None
+        assert found.checkpoint["channel_values"] == values
+        assert [(w[1], w[2]) for w in found.pending_writes or []] == [("text", "pending"), ("n", 7)]
+        blocking = [s for s in offloaded if type(s) is steps.Blocking]
+        assert blocking == []  # the checkpoint's group is read as one range, not by a scan
+        if not store.blocks or store.awaitable():
+            assert offloaded == []  # awaited on the server, or inline in memory
+    finally:
+        await _closed(store)
+
+
+async def test_an_awaited_cold_read_of_chunks_takes_no_worker_thread(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await _opened(make_store())
+    offloaded: list[Any] = []
+    to_thread = asyncio.to_thread
+
+    async def recorded(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        offloaded.append(args[1] if fn is steps._blocking else getattr(fn, "__name__", fn))
+        return await to_thread(fn, *args, **kwargs)
+
+    try:
+        writer = SwarmStateSaver(store)
+        writer.setup()
+        rnd = random.Random(5)
+        checkpoint, values = _checkpoint(30_000, rnd)  # over the sharing threshold: chunks
+        await writer.aput(cfg("c"), checkpoint, {"source": "loop", "step": 1}, {"text": 1, "n": 1})
+        monkeypatch.setattr(asyncio, "to_thread", recorded)
+        reader = SwarmStateSaver(store)  # a new process: nothing cached
+        found = await reader.aget_tuple(cfg("c"))
+        assert found is not None
+        assert found.checkpoint["channel_values"] == values
+        assert [s for s in offloaded if type(s) is steps.Blocking] == []
+        if not store.blocks or store.awaitable():
+            assert offloaded == []  # the chunks awaited on the server, or read inline
+        else:
+            assert [type(s) for s in offloaded] == [steps.Items, steps.GetMany]
+    finally:
+        await _closed(store)
+
+
 def _checkpoint(size: int, rnd: random.Random) -> tuple[Any, dict[str, Any]]:
     checkpoint = empty_checkpoint()
     checkpoint["id"] = str(uuid6(clock_seq=rnd.randrange(1 << 14)))

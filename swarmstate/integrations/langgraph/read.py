@@ -77,7 +77,29 @@ class Reader:
             one = yield from self._one_plan(serde, found)
             if one is not None:
                 return one
-        # With pending writes, or deleted while read: the group reads, left blocking.
+        else:
+            # A pending write: its checkpoint's group (the entry and its writes) is one range.
+            try:
+                checkpoint_id = keys.parse_entry_key(key)[0]
+            except ValueError:  # not a key the saver writes: the scan below says what it is
+                checkpoint_id = ""
+            if checkpoint_id:
+                start, stop = keys.group_range(checkpoint_id)
+                rows = yield steps.Items(namespace, start=start, stop=stop)
+                if rows and rows[0][0] == start + keys.CHECKPOINT:
+                    found = self.decode(
+                        serde,
+                        thread_id,
+                        checkpoint_ns,
+                        checkpoint_id,
+                        rows[0][1],
+                        [w for _, w in rows[1:]],
+                    )
+                    one = yield from self._one_plan(serde, found)
+                    if one is not None:
+                        return one
+        # Writes with no checkpoint last (a subgraph's first writes before its put),
+        # or deleted while read: the group reads, left blocking.
         grouped: CheckpointTuple | None = yield steps.Blocking(
             lambda: self._latest_group(serde, thread_id, checkpoint_ns)
         )
@@ -212,9 +234,17 @@ class Reader:
     def _one_plan(
         self, serde: Any, found: reads.Found | None
     ) -> steps.Plan[CheckpointTuple | None]:
-        """:meth:`_one` as a plan: awaited, on the loop unless its values must be read."""
+        """:meth:`_one` as a plan: awaited, on the loop; chunks not cached are one store step."""
         if found is None:
             return None
+        try:
+            done = self.complete(serde, [found], offline=True)
+            return done[0] if done else None
+        except steps.NeedsStore as need:
+            pairs = need.args[0] if need.args else None
+        if pairs:
+            # The value's chunks not cached: one read, awaited like any store call.
+            self.values.take_chunks(pairs, (yield steps.GetMany(pairs)))
         done = yield steps.Blocking(
             lambda: self.complete(serde, [found]),
             first=lambda: self.complete(serde, [found], offline=True),

@@ -645,6 +645,18 @@ class Values:
                 raise _corrupt(*asked[0], asked[1], exc) from exc
         return out, missing
 
+    def take_chunks(self, pairs: list[Pair], rows: list[Any]) -> None:
+        """Cache chunks read for a read that raised :class:`NeedsStore` naming them.
+
+        ``pairs`` are ``(namespace, key)`` as the exception named them, ``rows``
+        what ``get_many(pairs, raw=True)`` returned (None for a chunk gone:
+        nothing is cached, and the read, tried again, reads the store itself
+        and tells a checkpoint deleted from damaged data).
+        """
+        for (namespace, key), row in zip(pairs, rows, strict=True):
+            if row is not None:
+                self._chunks.put(key, _parse_chunk(namespace, key, row))
+
     def _read_version(self, thread_id: str, form: list[Any], context: Context) -> sharing.Version:
         """The bytes of one ``CHUNKS`` form (cached by its id), read from the store if needed."""
         fid = form[2]
@@ -715,7 +727,8 @@ class Values:
             except (TypeError, IndexError, DecodeError) as exc:
                 raise _corrupt(*context, "?", exc) from exc
         if offline and (chunk_keys or legacy_lists or apart):
-            raise NeedsStore
+            # The chunks to read, when they are all that is missing (see take_chunks).
+            raise NeedsStore(list(chunk_keys)) if not (legacy_lists or apart) else NeedsStore
         if chunk_keys:
             order = list(chunk_keys)
             rows = self.store.get_many(order, raw=True)
