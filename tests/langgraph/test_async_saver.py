@@ -83,10 +83,8 @@ async def test_a_graph_awaited_reads_back_what_the_reference_holds(make_store: M
         await _closed(store)
 
 
-async def test_a_put_on_an_awaitable_store_takes_no_worker_thread(
-    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = await _opened(make_store())
+def _offloads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """From now on, what the loop hands to a worker thread: store steps, or function names."""
     offloaded: list[Any] = []
     to_thread = asyncio.to_thread
 
@@ -95,6 +93,14 @@ async def test_a_put_on_an_awaitable_store_takes_no_worker_thread(
         return await to_thread(fn, *args, **kwargs)
 
     monkeypatch.setattr(asyncio, "to_thread", recorded)
+    return offloaded
+
+
+async def test_a_put_on_an_awaitable_store_takes_no_worker_thread(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await _opened(make_store())
+    offloaded = _offloads(monkeypatch)
     try:
         saver = SwarmStateSaver(store)
         saver.setup()  # the store's one-time conversion check, before the timed part
@@ -117,13 +123,6 @@ async def test_an_awaited_latest_read_with_pending_writes_takes_no_worker_thread
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await _opened(make_store())
-    offloaded: list[Any] = []
-    to_thread = asyncio.to_thread
-
-    async def recorded(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        offloaded.append(args[1] if fn is steps._blocking else getattr(fn, "__name__", fn))
-        return await to_thread(fn, *args, **kwargs)
-
     try:
         saver = SwarmStateSaver(store)
         saver.setup()
@@ -132,7 +131,7 @@ async def test_an_awaited_latest_read_with_pending_writes_takes_no_worker_thread
             cfg("w"), checkpoint, {"source": "loop", "step": 1}, {"text": 1, "n": 1}
         )
         await saver.aput_writes(config, [("text", "pending"), ("n", 7)], "task-1")
-        monkeypatch.setattr(asyncio, "to_thread", recorded)
+        offloaded = _offloads(monkeypatch)
         found = await saver.aget_tuple(cfg("w"))
         assert found is not None
         assert found.checkpoint["channel_values"] == values
@@ -149,20 +148,13 @@ async def test_an_awaited_cold_read_of_chunks_takes_no_worker_thread(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await _opened(make_store())
-    offloaded: list[Any] = []
-    to_thread = asyncio.to_thread
-
-    async def recorded(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        offloaded.append(args[1] if fn is steps._blocking else getattr(fn, "__name__", fn))
-        return await to_thread(fn, *args, **kwargs)
-
     try:
         writer = SwarmStateSaver(store)
         writer.setup()
         rnd = random.Random(5)
         checkpoint, values = _checkpoint(30_000, rnd)  # over the sharing threshold: chunks
         await writer.aput(cfg("c"), checkpoint, {"source": "loop", "step": 1}, {"text": 1, "n": 1})
-        monkeypatch.setattr(asyncio, "to_thread", recorded)
+        offloaded = _offloads(monkeypatch)
         reader = SwarmStateSaver(store)  # a new process: nothing cached
         found = await reader.aget_tuple(cfg("c"))
         assert found is not None

@@ -52,19 +52,7 @@ class Reader:
         """The checkpoint ``checkpoint_id``, or the latest of the thread namespace, as a plan."""
         namespace = self.namespaces.namespace(thread_id, checkpoint_ns)
         if checkpoint_id:
-            start, stop = keys.group_range(checkpoint_id)
-            rows = yield steps.Items(namespace, start=start, stop=stop)
-            if not rows or rows[0][0] != start + keys.CHECKPOINT:
-                return None
-            found = self.decode(
-                serde,
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                rows[0][1],
-                [w for _, w in rows[1:]],
-            )
-            return (yield from self._one_plan(serde, found))
+            return (yield from self._group(serde, thread_id, checkpoint_ns, checkpoint_id))
         latest = yield steps.Items(namespace, reverse=True, limit=1)
         if not latest:
             return None
@@ -80,30 +68,33 @@ class Reader:
         else:
             # A pending write: its checkpoint's group (the entry and its writes) is one range.
             try:
-                checkpoint_id = keys.parse_entry_key(key)[0]
+                latest_id = keys.parse_entry_key(key)[0]
             except ValueError:  # not a key the saver writes: the scan below says what it is
-                checkpoint_id = ""
-            if checkpoint_id:
-                start, stop = keys.group_range(checkpoint_id)
-                rows = yield steps.Items(namespace, start=start, stop=stop)
-                if rows and rows[0][0] == start + keys.CHECKPOINT:
-                    found = self.decode(
-                        serde,
-                        thread_id,
-                        checkpoint_ns,
-                        checkpoint_id,
-                        rows[0][1],
-                        [w for _, w in rows[1:]],
-                    )
-                    one = yield from self._one_plan(serde, found)
-                    if one is not None:
-                        return one
+                latest_id = ""
+            if latest_id:
+                one = yield from self._group(serde, thread_id, checkpoint_ns, latest_id)
+                if one is not None:
+                    return one
         # Writes with no checkpoint last (a subgraph's first writes before its put),
         # or deleted while read: the group reads, left blocking.
         grouped: CheckpointTuple | None = yield steps.Blocking(
             lambda: self._latest_group(serde, thread_id, checkpoint_ns)
         )
         return grouped
+
+    def _group(
+        self, serde: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> steps.Plan[CheckpointTuple | None]:
+        """A checkpoint and its pending writes, read as one range; None if it is not stored."""
+        namespace = self.namespaces.namespace(thread_id, checkpoint_ns)
+        start, stop = keys.group_range(checkpoint_id)
+        rows = yield steps.Items(namespace, start=start, stop=stop)
+        if not rows or rows[0][0] != start + keys.CHECKPOINT:
+            return None
+        found = self.decode(
+            serde, thread_id, checkpoint_ns, checkpoint_id, rows[0][1], [w for _, w in rows[1:]]
+        )
+        return (yield from self._one_plan(serde, found))
 
     def _latest_group(
         self, serde: Any, thread_id: str, checkpoint_ns: str
