@@ -138,29 +138,29 @@ class Reader:
                 else heapq.merge(*streams, key=lambda row: row[2], reverse=True)
             )
         remaining = limit
-        batch: _List[reads.Found] = []
-        for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
-            row = self.decode(
-                serde, thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
-            )
-            if row is None:
-                continue
-            batch.append(row)
-            if len(batch) < min(_BATCH, remaining if remaining is not None else _BATCH):
-                continue
+
+        def batches() -> Iterator[_List[reads.Found]]:
+            # Decoded rows, a batch at a time: at most what is still to be returned.
+            batch: _List[reads.Found] = []
+            for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
+                row = self.decode(
+                    serde, thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
+                )
+                if row is None:
+                    continue
+                batch.append(row)
+                if len(batch) >= min(_BATCH, remaining if remaining is not None else _BATCH):
+                    yield batch
+                    batch = []
+            yield batch
+
+        for batch in batches():
             for found in self.complete(serde, batch):
                 yield found
                 if remaining is not None:
                     remaining -= 1
                     if remaining <= 0:
                         return
-            batch = []
-        for found in self.complete(serde, batch):
-            yield found
-            if remaining is not None:
-                remaining -= 1
-                if remaining <= 0:
-                    return
 
     def _from_index(self, before_id: str | None) -> Iterator[Group]:
         """Every checkpoint of the store newest first, from the order tags (:mod:`.catalog`).
