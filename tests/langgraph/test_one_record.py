@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph.format import keys
+from tests.support.checkpoints import put_value
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -29,29 +29,9 @@ def _counts(store: swarmstate.BaseStore) -> dict[str, int]:
     return {namespace: store.count(namespace) for namespace in store.namespaces()}
 
 
-def _put(
-    saver: SwarmStateSaver,
-    thread_id: str,
-    value: Any,
-    *,
-    parent: str | None = None,
-    run_id: str | None = "r1",
-    checkpoint_id: str | None = None,
-) -> str:
-    checkpoint = empty_checkpoint()
-    if checkpoint_id is not None:
-        checkpoint["id"] = checkpoint_id
-    version = saver.get_next_version(None)
-    checkpoint["channel_values"] = {"x": value}
-    checkpoint["channel_versions"] = {"x": version}
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
-    if parent is not None:
-        conf["checkpoint_id"] = parent
-    metadata: dict[str, Any] = {"source": "loop", "step": 1}
-    if run_id is not None:
-        metadata["run_id"] = run_id
-    saver.put({"configurable": conf}, checkpoint, metadata, {"x": version})  # type: ignore[arg-type]
-    return checkpoint["id"]
+def _put(saver: SwarmStateSaver, thread_id: str, value: Any, **given: Any) -> str:
+    # The channel "x", in run "r1" unless told otherwise.
+    return put_value(saver, thread_id, value, **{"run_id": "r1", **given})
 
 
 def _changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -243,3 +223,27 @@ def test_delete_thread_of_a_claimed_thread_reads_its_guard_and_keeps_its_tokens(
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
     saver.delete_thread("t")  # deleted again: its tombstone is found the same way
     assert saver.claim("t", ttl=60) == 2  # the counter outlived both deletions
+
+
+def test_a_listing_keeps_no_head_and_a_put_on_a_listed_checkpoint_still_builds_on_it(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    writer = SwarmStateSaver(store)
+    items = [f"item {i} " + "x" * 200 for i in range(8)]
+    first = _put(writer, "t", items)
+    second = _put(writer, "t", [*items, "more " * 40], parent=first)
+    reader = SwarmStateSaver(store)  # a new process: nothing cached
+    listed = list(reader.list({"configurable": {"thread_id": "t"}}))
+    assert [t.config["configurable"]["checkpoint_id"] for t in listed] == [second, first]
+    assert reader._values.heads == {}  # listing many checkpoints evicts no head a put needs
+    # A put on a checkpoint only listed reads its head from the store.
+    fork = _put(reader, "t", [*items, "fork"], parent=first)
+    got = reader.get_tuple(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": fork}}
+    )
+    assert got is not None
+    assert got.checkpoint["channel_values"] == {"x": [*items, "fork"]}
+    assert got.parent_config is not None
+    assert got.parent_config["configurable"]["checkpoint_id"] == first
+    assert len(reader._values.heads) == 2  # the fork's parent, read for the put, and the fork

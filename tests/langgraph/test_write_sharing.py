@@ -23,6 +23,7 @@ from swarmstate._codec import dumps, loads
 from swarmstate.integrations.langgraph import SwarmStateSaver, sharing
 from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.values import CHUNKS, SHARE_AT
+from tests.support.checkpoints import put_value
 
 
 def _big(rnd: random.Random, items: int) -> list[dict[str, str]]:
@@ -32,34 +33,8 @@ def _big(rnd: random.Random, items: int) -> list[dict[str, str]]:
     ]
 
 
-def _put(
-    saver: SwarmStateSaver,
-    thread_id: str,
-    value: Any,
-    *,
-    parent: str | None = None,
-    checkpoint_ns: str = "",
-    outer: dict[str, str] | None = None,
-    checkpoint_id: str | None = None,
-) -> str:
-    checkpoint = empty_checkpoint()
-    if checkpoint_id is not None:
-        checkpoint["id"] = checkpoint_id
-    version = saver.get_next_version(None)
-    checkpoint["channel_values"] = {"messages": value}
-    checkpoint["channel_versions"] = {"messages": version}
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-    if parent is not None:
-        conf["checkpoint_id"] = parent
-    if outer is not None:
-        conf["checkpoint_map"] = outer
-    saver.put(
-        {"configurable": conf},
-        checkpoint,
-        {"source": "loop", "step": 1},
-        {"messages": version},
-    )
-    return checkpoint["id"]
+def _put(saver: SwarmStateSaver, thread_id: str, value: Any, **given: Any) -> str:
+    return put_value(saver, thread_id, value, channel="messages", **given)
 
 
 def _writes(

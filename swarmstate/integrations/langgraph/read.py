@@ -144,7 +144,14 @@ class Reader:
             batch: _List[reads.Found] = []
             for thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes in merged:
                 row = self.decode(
-                    serde, thread_id, checkpoint_ns, checkpoint_id, stored_entry, writes, filter
+                    serde,
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint_id,
+                    stored_entry,
+                    writes,
+                    filter,
+                    remember=False,
                 )
                 if row is None:
                     continue
@@ -191,6 +198,8 @@ class Reader:
         entry: Any,
         writes: _List[Any],
         filter: dict[str, Any] | None = None,
+        *,
+        remember: bool = True,
     ) -> reads.Found | None:
         """A stored entry and its writes decoded (:func:`.reads.decode`), values not read yet."""
         return self.allowlist.read(
@@ -204,6 +213,7 @@ class Reader:
                 entry,
                 writes,
                 filter,
+                remember=remember,
             ),
         )
 

@@ -185,12 +185,17 @@ def decode(
     stored_entry: Any,
     writes: list[Any],
     filter: dict[str, Any] | None = None,
+    *,
+    remember: bool = True,
 ) -> Found | None:
     """Decode a stored checkpoint entry and its pending-write entries (stored bytes).
 
     With a ``filter``, the metadata is read first and None is returned
     when it does not match, so skipped checkpoints cost no checkpoint decode.
     Channel values stored beside the entry are read by :func:`complete`.
+    ``remember``: keep its head for a put that builds on it (:mod:`.values`);
+    a listing leaves it out (the runtime reads a checkpoint by its id before
+    it builds on it, and that read keeps it).
     """
     try:
         if filter and not config.matches(entry.head(serde, stored_entry)[0], filter):
@@ -199,9 +204,10 @@ def decode(
         pending = pending_writes(serde, values.reviver, writes) if writes else []
     except CorruptDataError as exc:
         raise corrupt(thread_id, checkpoint_ns, checkpoint_id, exc) from exc
-    head = head_of(decoded)
-    if head is not None:
-        values.remember(thread_id, checkpoint_ns, checkpoint_id, head)
+    if remember:
+        head = head_of(decoded)
+        if head is not None:
+            values.remember(thread_id, checkpoint_ns, checkpoint_id, head)
     return Found(
         thread_id,
         checkpoint_ns,
