@@ -6,7 +6,9 @@ is stored as ranges of those chunks, borrowing from that checkpoint. Checked
 on every store through the saver's own calls: reads (warm and from a new
 saver, sync and async, after a copy), the sweep keeping what only a write
 names, a write whose lender is gone stored inline, and planted forms
-refused.
+refused. A write that repeats nothing stored is one new chunk, and the
+child checkpoint's value with the same bytes (a node's output replacing
+the value whole) is that chunk, whichever of the two is saved first.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 import swarmstate
 from swarmstate._codec import dumps, loads
-from swarmstate.integrations.langgraph import SwarmStateSaver, sharing
+from swarmstate.integrations.langgraph import SwarmStateSaver, sharing, threads
 from swarmstate.integrations.langgraph.format import keys
 from swarmstate.integrations.langgraph.values import CHUNKS, SHARE_AT
 from tests.support.checkpoints import put_value
@@ -157,15 +159,23 @@ def test_a_write_whose_lender_is_gone_is_stored_inline(make_store: Any) -> None:
     assert type(stored[5]) is bytes  # inline (deflated where the store compresses)
 
 
-def test_a_small_write_or_one_that_shares_little_stays_inline(make_store: Any) -> None:
+def test_a_small_write_stays_inline_and_a_large_one_sharing_little_is_one_new_chunk(
+    make_store: Any,
+) -> None:
     store = make_store()
     saver = SwarmStateSaver(store)
     saver.setup()
     rnd = random.Random(9)
     checkpoint = _put(saver, "t", _big(rnd, 30))
+    chunks_before = store.count(keys.chunks("t"))
     other = _big(rnd, 30)
     _writes(saver, "t", checkpoint, other)
-    assert type(_stored_write(store, "t", "", checkpoint)[5]) is bytes
+    form = _stored_write(store, "t", "", checkpoint)[5]
+    # Its bytes whole in one chunk of its own, borrowed from nothing.
+    assert form[0] == CHUNKS
+    assert len(form[3]) == 1
+    assert store.count(keys.chunks("t")) == chunks_before + 1
+    assert _pending(SwarmStateSaver(store), "t", "") == [other]
     second = _put(saver, "t", _big(rnd, 30), parent=checkpoint)
     _writes(saver, "t", second, [{"role": "user", "content": "hi"}])
     assert type(_stored_write(store, "t", "", second)[5]) is bytes
@@ -244,3 +254,133 @@ def test_a_write_whose_checkpoint_never_landed_keeps_what_it_names_and_the_dry_r
     )
     assert found[0] is not None
     assert loads(found[0][1]) == state
+
+
+def _entry_form(store: swarmstate.BaseStore, thread_id: str, checkpoint_id: str) -> list[Any]:
+    """The stored form of the channel "messages" in a checkpoint's record."""
+    found = SwarmStateSaver(store)._values.parent_head(
+        SwarmStateSaver(store).serde, thread_id, "", checkpoint_id
+    )
+    assert found is not None
+    return found.forms["messages"]
+
+
+def _config(thread_id: str, checkpoint_id: str) -> Any:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def test_a_put_whose_value_is_its_parents_pending_write_takes_that_writes_chunk(
+    make_store: Any,
+) -> None:
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(21)
+    parent = _put(saver, "t", _big(rnd, 2))
+    output = _big(rnd, 30)  # a node's output, replacing the value whole
+    _writes(saver, "t", parent, output)
+    written = _stored_write(store, "t", "", parent)[5]
+    chunks = store.count(keys.chunks("t"))
+    child = _put(saver, "t", output, parent=parent)
+    assert store.count(keys.chunks("t")) == chunks  # no byte of it stored again
+    assert _entry_form(store, "t", child)[3] == written[3]  # the write's chunk
+    for reader in (saver, SwarmStateSaver(store)):
+        got = reader.get_tuple(_config("t", child))
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"messages": output}
+    # The parent and its writes gone, the chunk stays: the child names it.
+    saver.prune(["t"], strategy="keep_latest")
+    got = SwarmStateSaver(store).get_tuple(_config("t", child))
+    assert got is not None
+    assert got.checkpoint["channel_values"] == {"messages": output}
+
+
+@pytest.mark.parametrize("change", ["deleted", "rewritten"])
+def test_a_put_taking_a_write_no_longer_stored_as_written_stores_its_value_anew(
+    make_store: Any, change: str
+) -> None:
+    # The put requires the write's row as written: with it gone (its checkpoint
+    # deleted by another process) or holding other bytes, nothing keeps the
+    # chunk from a sweep, so the put is refused and stores its value anew.
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(22)
+    parent = _put(saver, "t", _big(rnd, 2))
+    output = _big(rnd, 30)
+    _writes(saver, "t", parent, output)
+    taken = _stored_write(store, "t", "", parent)[5][3]
+    pair = (keys.scope("t", ""), keys.write_key(parent, "task-1", 0))
+    if change == "deleted":
+        store.delete_many([pair])
+    else:
+        store.set_many([(*pair, ["task-1", 0, "", "messages", "msgpack", b"\xc0"])])
+    chunks = store.count(keys.chunks("t"))
+    child = _put(saver, "t", output, parent=parent)
+    assert store.count(keys.chunks("t")) == chunks + 1  # stored anew
+    assert _entry_form(store, "t", child)[3] != taken
+    saver.prune(["t"], strategy="keep_latest")  # sweeps what nothing names
+    got = SwarmStateSaver(store).get_tuple(_config("t", child))
+    assert got is not None
+    assert got.checkpoint["channel_values"] == {"messages": output}
+
+
+def test_a_write_saved_after_its_childs_put_takes_the_childs_chunks(make_store: Any) -> None:
+    # The runtime saves writes in the background: the child may land first.
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(23)
+    parent = _put(saver, "t", _big(rnd, 2))
+    output = _big(rnd, 30)
+    child = _put(saver, "t", output, parent=parent)
+    chunks = store.count(keys.chunks("t"))
+    _writes(saver, "t", parent, output)
+    assert store.count(keys.chunks("t")) == chunks  # no byte of it stored again
+    assert _stored_write(store, "t", "", parent)[5][3] == _entry_form(store, "t", child)[3]
+    got = SwarmStateSaver(store).get_tuple(_config("t", parent))
+    assert got is not None
+    assert got.pending_writes == [("task-1", "messages", output)]
+    # The write requires the child's record as it was put: with the child deleted
+    # first (another process), the write stores its bytes itself.
+    other = _put(saver, "u", _big(rnd, 2))
+    again = _put(saver, "u", output, parent=other)
+    form = _entry_form(store, "u", again)
+    store.delete_many([(keys.scope("u", ""), keys.checkpoint_key(again))])
+    chunks = store.count(keys.chunks("u"))
+    _writes(saver, "u", other, output)
+    assert _stored_write(store, "u", "", other)[5][3] != form[3]
+    assert store.count(keys.chunks("u")) == chunks + 1
+    got = SwarmStateSaver(store).get_tuple(_config("u", other))
+    assert got is not None
+    assert got.pending_writes == [("task-1", "messages", output)]
+
+
+def test_a_write_does_not_take_the_chunks_of_a_checkpoint_put_again_since(
+    make_store: Any,
+) -> None:
+    # A checkpoint put again under its id (another attempt of the same step)
+    # names other chunks: a write holding the first attempt's bytes must not
+    # take chunks nothing names any more (a sweep would delete them).
+    store = make_store()
+    saver = SwarmStateSaver(store)
+    saver.setup()
+    rnd = random.Random(24)
+    parent = _put(saver, "t", _big(rnd, 2))
+    output = _big(rnd, 30)
+    child = _put(saver, "t", output, parent=parent)
+    first = _entry_form(store, "t", child)[3]
+    _put(SwarmStateSaver(store), "t", output, parent=parent, checkpoint_id=child)
+    assert _entry_form(store, "t", child)[3] != first
+    _writes(saver, "t", parent, output)
+    assert _stored_write(store, "t", "", parent)[5][3] != first
+    assert threads.sweep(store, saver.serde, "t")  # the first attempt's chunk
+    got = SwarmStateSaver(store).get_tuple(_config("t", parent))
+    assert got is not None
+    assert got.pending_writes == [("task-1", "messages", output)]

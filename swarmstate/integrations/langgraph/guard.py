@@ -42,7 +42,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from swarmstate._base import BaseStore
@@ -107,7 +107,7 @@ def _read_plan(thread_id: str) -> steps.Plan[tuple[bytes | None, dict[str, Any]]
     return parsed(thread_id, (yield read(thread_id)))
 
 
-def presence(conditions: list[Present]) -> steps.GetMany:
+def presence(conditions: Sequence[Present | Holds]) -> steps.GetMany:
     """The step that reads the entries ``conditions`` name (None where one is missing)."""
     return steps.GetMany([(c.namespace, c.key) for c in conditions])
 

@@ -14,7 +14,10 @@ checkpoint whole while graphs keep writing:
   listed or referenced by a checkpoint the sweep reads;
 * a put that references chunks it did not write requires, in its own atomic
   write, that the checkpoints it took them from (its *lenders*) still exist
-  (:mod:`.values`). The deletions come before the sweep and nobody else
+  (:mod:`.values`), or that the pending write it took them from still holds
+  exactly what was written (a pending write taking a checkpoint's chunks
+  requires its record as put: a row rewritten names other chunks). The
+  deletions come before the sweep and nobody else
   deletes while the lease is held, so a lender present when the put lands
   is still there when the sweep reads it, and its chunks are kept; a put
   that lands after its lender was deleted is refused, and written again

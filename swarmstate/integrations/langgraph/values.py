@@ -25,7 +25,8 @@ stored form of each channel that has a value at its version:
   comparison shared under a quarter of its bytes (a plan regenerated whole)
   stores its next :data:`_SKIP` versions without comparing, then compares
   again: the comparison is paid where it pays. ``id`` names this
-  version's bytes, never reused, so they are cached by it.
+  version's bytes, never used for other bytes (a pending write and the
+  checkpoint that takes its bytes share it), so they are cached by it.
 
 A child entry copies its parent's forms for the channels whose version did
 not change, as they were stored, except a ``BLOB`` of more than
@@ -37,6 +38,19 @@ copy of a checkpoint under that checkpoint's parent) takes the form stored
 at that version elsewhere in the thread namespace, as the reference saver
 looks values up by ``(channel, version)``; a version stored nowhere has no
 value.
+
+A node that replaces a value whole (a plan regenerated, a draft rewritten)
+hands its output to the saver twice: as its task's pending write, and as
+the child checkpoint's value, the same bytes. A regular pending write of
+at least :data:`SHARE_AT` bytes that repeats no stored value is one new
+chunk. Whichever of the two is built first offers what it stores (a
+:class:`Fresh`, kept bounded by bytes); the other, when its bytes are
+equal, takes the same form (no comparison, no new chunk) and requires, in
+its own statement, the row that keeps those chunks holding exactly what
+was offered: the write's row, or the put's checkpoint record. The runtime
+saves writes in the background, so the first may not have landed yet: the
+taker is then refused (:exc:`TakenGone`) and built again storing its own
+bytes.
 
 What the new version of a value is compared with (its *base*): the
 parent's version of the channel, or, for the first checkpoint of a subgraph
@@ -70,6 +84,7 @@ from typing import Any, Final, NamedTuple
 import ormsgpack
 
 from swarmstate._base import BaseStore
+from swarmstate._checks import Holds
 from swarmstate._codec import loads
 from swarmstate._errors import CorruptDataError, DecodeError, InvalidArgumentError
 from swarmstate.integrations.langgraph import allowlist, sharing
@@ -112,6 +127,8 @@ a shorter one rides inside its record as the serializer made it, not compared.""
 _HEADS_MAX: Final = 8192
 _SKIP: Final = 3
 """New versions stored without comparing after a comparison that shared under a quarter."""
+_FRESH_KEPT: Final = 8
+"""New values remembered per checkpoint and channel (parallel tasks writing one channel)."""
 _VERSION_TYPES: Final = (str, int, float)
 
 Pair = tuple[str, str]
@@ -126,6 +143,11 @@ class LenderGone(Exception):
     """A checkpoint a put took chunks from was deleted before the put was written."""
 
 
+class TakenGone(LenderGone):
+    """A row a write took chunks from (:class:`Fresh`) was not stored as offered:
+    not landed yet, refused, rewritten or deleted."""
+
+
 class Head(NamedTuple):
     """What a child checkpoint needs of its parent: channel versions and stored forms."""
 
@@ -133,6 +155,24 @@ class Head(NamedTuple):
     forms: dict[str, list[Any]]
     run_id: str | None = None
     """The run that wrote it: a child of the same run finds the run index in place."""
+
+
+class Fresh(NamedTuple):
+    """A new value on top of one checkpoint, stored by its child's put or a task's write.
+
+    The other of the two, when its bytes are equal, takes the same form
+    (:meth:`Values.fresh`) and requires ``needs`` and ``lender``.
+    """
+
+    fid: str
+    version: sharing.Version
+    needs: Holds
+    """The row that names these chunks, holding what was offered: the
+    write's row (a write under that key stored before it is kept, and names
+    other chunks) or the put's checkpoint record (a put refused, built again
+    or put again names other chunks). Required, it keeps them from the sweep."""
+    lender: Pair | None
+    """The checkpoint whose chunks the version's other parts are, or None."""
 
 
 class Built(NamedTuple):
@@ -147,6 +187,11 @@ class Built(NamedTuple):
     """``(channel, version id, channel version, bytes as stored, contents)`` to cache."""
     classes: set[type]
     """The classes the stored values bring to the state (:mod:`.allowlist`)."""
+    required: list[Holds]
+    """Rows whose chunks the forms take (:class:`Fresh`): each must still hold them."""
+    offers: list[tuple[Pair, str, str, sharing.Version, Pair | None]]
+    """``(parent entry, channel, form id, version, lender)`` of the new values a
+    task's write on the parent may take, once the record's bytes are known."""
 
 
 def chunks_of(form: list[Any]) -> Iterable[str]:
@@ -213,6 +258,13 @@ class Values:
         # without comparing, because the last comparison shared under a quarter
         # (a plan regenerated whole). A hint: losing it costs one comparison.
         self._skipping: dict[tuple[str, str, str], int] = {}
+        # (checkpoint entry, channel) -> new values on top of it offered (Fresh) by
+        # its child's put or its tasks' writes, each at most a share of the budget.
+        self._fresh: Generations[tuple[Pair, str], tuple[Fresh, ...]] = Generations(
+            cache_bytes // 16,
+            lambda at, kept: sum(len(f.version.data) + 256 for f in kept),
+        )
+        self._fresh_max = cache_bytes // 16 // _FRESH_KEPT
         # The serializer known to write None as ("null", b"") (LangGraph's, whose
         # dumps_typed returns that for None first thing): a None of its is stored
         # as that without a call. None: always call.
@@ -266,6 +318,7 @@ class Values:
         outer: Head | None = None,
         outer_pair: Pair | None = None,
         *,
+        take: bool = True,
         offline: bool = False,
     ) -> Built:
         """The forms and chunks that store ``values`` at ``versions``.
@@ -279,12 +332,17 @@ class Values:
         raise :class:`NeedsStore` instead of reading the store (a version not
         cached, a fork's value looked up), so an event loop can run the
         build itself and hand only a build that reads to a worker thread.
+        ``take``: a value with the bytes of a pending write of the parent
+        takes its chunks (:class:`Fresh`); the put offers its own large new
+        values back (``offers``).
         """
         forms: dict[str, list[Any]] = {}
         rows: list[Entry] = []
         lenders: set[Pair] = set()
         written: list[tuple[str, str, Any, sharing.Version, Contents | None]] = []
         classes: set[type] = set()
+        required: list[Holds] = []
+        offers: list[tuple[Pair, str, str, sharing.Version, Pair | None]] = []
         chunks_ns = keys.chunks(thread_id)
         for channel, version in stored.items():
             if channel not in values:
@@ -325,6 +383,17 @@ class Values:
             else:
                 kind, data = serde.dumps_typed(value)
                 classes |= allowlist.classes_in(value, kind, data)
+            on = parent_pair if len(data) >= SHARE_AT else None
+            if on is not None and take:
+                fresh = self.fresh(on, channel, data)
+                if fresh is not None:
+                    # A task's output that became the value as it was: its write
+                    # stored the bytes, taken as a lender's (no comparison).
+                    forms[channel] = self.fresh_form(kind, fresh)
+                    required.append(fresh.needs)
+                    if fresh.lender is not None:
+                        lenders.add(fresh.lender)
+                    continue
             skipping = self._skipping.get((thread_id, checkpoint_ns, channel), 0)
             if skipping:
                 # The last comparison of this channel found little to share.
@@ -366,6 +435,10 @@ class Values:
                 fid,
                 [list(p) if type(p) is tuple else p for p in made_version.parts],
             ]
+            if on is not None:
+                # A task's write of the same bytes on the parent, saved meanwhile,
+                # may take them. Its parts beyond the new chunks are the base's.
+                offers.append((on, channel, fid, made_version, lender if base else None))
             rows.extend((chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks)
             written.append((channel, fid, version, made_version, contents))
         if parent is not None:
@@ -399,7 +472,7 @@ class Values:
                     if offline:
                         raise NeedsStore
                     self._resolve_missing(serde, thread_id, checkpoint_ns, missing, forms, lenders)
-        return Built(rows, forms, lenders, written, classes)
+        return Built(rows, forms, lenders, written, classes, required, offers)
 
     def _base(
         self,
@@ -482,6 +555,50 @@ class Values:
             lender = (namespace, keys.checkpoint_key(checkpoint_id))
             return [CHUNKS, kind, sharing.new_chunk_key(), parts], rows, made, lender
         return None
+
+    def fresh(self, on: Pair, channel: str, data: bytes) -> Fresh | None:
+        """A value of ``channel`` on top of checkpoint ``on`` offered with exactly ``data``."""
+        kept: tuple[Fresh, ...] = self._fresh.get((on, channel), ())
+        for fresh in kept:
+            if fresh.version.data == data:
+                return fresh
+        return None
+
+    @staticmethod
+    def fresh_form(kind: str, fresh: Fresh) -> list[Any]:
+        """The ``CHUNKS`` form that stores ``fresh``'s bytes of type ``kind``."""
+        return [CHUNKS, kind, fresh.fid, [_stored_part(p) for p in fresh.version.parts]]
+
+    def offer(self, on: Pair, channel: str, fresh: Fresh) -> None:
+        """Remember a new value on top of checkpoint ``on``, as its row is being stored.
+
+        A taker requires that row in its own statement: refused when it has
+        not landed (or is gone), it then stores its bytes anew.
+        """
+        if len(fresh.version.data) > self._fresh_max:
+            return  # bounded: a value this large is not kept for a taker
+        kept: tuple[Fresh, ...] = self._fresh.get((on, channel), ())
+        self._fresh.put((on, channel), (*kept[1 - _FRESH_KEPT :], fresh))
+
+    def write_whole(
+        self, kind: str, data: bytes
+    ) -> tuple[list[Any], list[tuple[str, bytes]], sharing.Version]:
+        """A pending write's bytes as one new chunk: its ``CHUNKS`` form, the chunk
+        (:meth:`chunk_rows` makes its row), the version made.
+
+        For a regular write of at least :data:`SHARE_AT` bytes that
+        :meth:`write_form` does not store as a value's ranges: the child
+        checkpoint's value of the channel is the same bytes when the node
+        replaced it whole, and its put takes them (:meth:`offer`).
+        """
+        made, chunks = sharing.whole(data)
+        parts = [_stored_part(p) for p in made.parts]
+        return [CHUNKS, kind, sharing.new_chunk_key(), parts], chunks, made
+
+    def chunk_rows(self, thread_id: str, chunks: list[tuple[str, bytes]]) -> list[Entry]:
+        """The rows that store the thread's new ``(key, bytes)`` chunks."""
+        chunks_ns = keys.chunks(thread_id)
+        return [(chunks_ns, key, self._chunk_row(chunk)) for key, chunk in chunks]
 
     def write_values(
         self, wanted: list[tuple[Context, list[Any]]], *, offline: bool = False

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint
 
 from swarmstate._base import BaseStore
-from swarmstate._checks import Absent, Condition, Present, Tags, Transaction
+from swarmstate._checks import Absent, Condition, Holds, Present, Tags, Transaction
 from swarmstate._codec import dumps
 from swarmstate._errors import ConflictError, InvalidArgumentError, ThreadDeletedError
 from swarmstate.integrations.langgraph import allowlist, catalog, guard, steps, threads
@@ -28,7 +28,14 @@ from swarmstate.integrations.langgraph.format import entry, keys
 from swarmstate.integrations.langgraph.format.pack import pack
 from swarmstate.integrations.langgraph.guard import Guards, Refusals
 from swarmstate.integrations.langgraph.retention import Retainer, Retention
-from swarmstate.integrations.langgraph.values import SHARE_AT, Head, LenderGone, Values
+from swarmstate.integrations.langgraph.values import (
+    SHARE_AT,
+    Fresh,
+    Head,
+    LenderGone,
+    TakenGone,
+    Values,
+)
 
 __all__ = ["Scope", "Writer", "nothing", "run_id_of"]
 
@@ -95,6 +102,14 @@ class Scope:
 def run_id_of(serde: Any, data: bytes) -> Any:
     """The run id a stored checkpoint entry names."""
     return entry.head(serde, data)[2]
+
+
+def _hold(conditions: Sequence[Present | Holds], found: Sequence[Any]) -> bool:
+    """Whether each of ``conditions`` holds, given the stored bytes of what it names."""
+    return all(
+        data is not None and (type(condition) is not Holds or data == condition.data)
+        for condition, data in zip(conditions, found, strict=True)
+    )
 
 
 def nothing() -> steps.Plan[None]:
@@ -170,9 +185,17 @@ class Writer:
             yield self._refusing(serde, scope, checkpoint_id, refused=False)
             raise _deleted(thread_id, checkpoint_id)
         try:
-            yield from self._put(
-                serde, scope, checkpoint, metadata, new_versions, run_id, whole=False
-            )
+            try:
+                yield from self._put(
+                    serde, scope, checkpoint, metadata, new_versions, run_id, whole=False
+                )
+            except TakenGone:
+                # A pending write whose bytes it took had not landed as offered (or
+                # is gone): built again, storing its own bytes.
+                yield from self._put(
+                    serde, scope, checkpoint, metadata, new_versions, run_id, whole=False,
+                    take=False,
+                )  # fmt: skip
         except LenderGone:
             # A checkpoint this one took stored bytes from was deleted meanwhile
             # (retention elsewhere): store every value anew, taking nothing.
@@ -212,8 +235,10 @@ class Writer:
         run_id: str | None,
         *,
         whole: bool,
+        take: bool = True,
     ) -> steps.Plan[None]:
-        """:meth:`put`'s one store write; ``whole``: every value stored anew."""
+        """:meth:`put`'s one store write; ``whole``: every value stored anew; ``take``:
+        a value with the bytes of a pending write of the parent takes its chunks."""
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         thread_id, checkpoint_ns, namespace = scope.thread_id, scope.checkpoint_ns, scope.namespace
@@ -263,6 +288,7 @@ class Writer:
             parent_pair,
             outer,
             outer_pair,
+            take=take,
         )
         # Awaited: on the loop unless it must read the store (then in a thread).
         built = yield steps.Blocking(build, first=functools.partial(build, offline=True))
@@ -302,9 +328,17 @@ class Writer:
         # Learned before the write: a write the store refuses teaches them too.
         if built.classes:
             allowlist.learn(built.classes)
+        if built.offers:
+            # A task's write of the same bytes on the parent, saved meanwhile in the
+            # background, takes them, requiring this record as written.
+            stored_as = Holds(namespace, entry_key, data)
+            for on, channel, fid, version, lender in built.offers:
+                cache.offer(on, channel, Fresh(fid, version, stored_as, lender))
         # After a delete_thread, a put built on a checkpoint that is gone is refused;
         # the thread's claim, if any, is checked (guard).
-        yield from self._write(scope, rows, lenders=built.lenders, made=checkpoint_id)
+        yield from self._write(
+            scope, rows, lenders=built.lenders, required=built.required, made=checkpoint_id
+        )
         self.indexed = True
         cache.cache(built)
         cache.remember(
@@ -325,13 +359,18 @@ class Writer:
         task_path: str,
         *,
         share: bool = True,
+        take: bool = True,
     ) -> steps.Plan[None]:
         """A task's pending writes of the checkpoint ``scope.checkpoint_id``, in one
         ``store.write``: regular ones insert-or-ignore, special ones replace.
 
         A write as large as a stored value is stored sharing the checkpoint's
-        values where it holds one (:meth:`.Values.write_form`); ``share=False``
-        keeps every write's bytes inline.
+        values where it holds one (:meth:`.Values.write_form`), as the child
+        checkpoint's value when that one was built first with the same bytes
+        (:meth:`.Values.fresh`; ``take=False`` does not), else, a regular one,
+        as one new chunk that the child's value takes
+        (:meth:`.Values.write_whole`); ``share=False`` keeps every write's
+        bytes inline.
         """
         thread_id, namespace = scope.thread_id, scope.namespace
         checkpoint_id = scope.checkpoint_id
@@ -351,18 +390,31 @@ class Writer:
         made: _List[tuple[str, Any]] = []  # (form id, version) of the writes stored as chunks
         chunk_rows: _List[Row] = []
         lenders: set[tuple[str, str]] = set()
+        required: _List[Holds] = []
+        on = (namespace, keys.checkpoint_key(checkpoint_id))
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, raw = dumps_typed(value)
             found |= allowlist.classes_in(value, type_, raw)
+            large = share and type(raw) is bytes and len(raw) >= SHARE_AT
+            fresh = cache.fresh(on, channel, raw) if large and take and idx >= 0 else None
             shared = (
                 cache.write_form(
                     thread_id, scope.checkpoint_ns, scope.built_on, channel, type_, raw
                 )
-                if share and type(raw) is bytes and len(raw) >= SHARE_AT
+                if large and fresh is None
                 else None
             )
-            if shared is not None:
+            if fresh is not None:
+                # The child checkpoint's put was built first with these bytes: the
+                # same form, requiring its record as offered (and its lender).
+                stored = dumps(
+                    [task_id, idx, task_path, channel, type_, cache.fresh_form(type_, fresh)]
+                )
+                required.append(fresh.needs)
+                if fresh.lender is not None:
+                    lenders.add(fresh.lender)
+            elif shared is not None:
                 # As large as a stored value, and mostly one: its bytes are
                 # ranges of a checkpoint's chunks (that checkpoint is its lender).
                 form, new_chunks, version, lender = shared
@@ -370,6 +422,18 @@ class Writer:
                 chunk_rows.extend(new_chunks)
                 made.append((form[2], version))
                 lenders.add(lender)
+            elif large and idx >= 0:
+                # A task's output that repeats no stored value: one chunk, which the
+                # child checkpoint's value takes when the node replaced it whole.
+                form, chunks, version = cache.write_whole(type_, raw)
+                stored = dumps([task_id, idx, task_path, channel, type_, form])
+                # Offered before its chunk row is made (compressing lets other
+                # threads run), requiring its row as written (one already under
+                # its key is kept, and names other chunks).
+                row = Holds(namespace, keys.write_key(checkpoint_id, task_id, idx), stored)
+                cache.offer(on, channel, Fresh(form[2], version, row, None))
+                chunk_rows.extend(cache.chunk_rows(thread_id, chunks))
+                made.append((form[2], version))
             else:
                 packed = pack(raw) if compress and type(raw) is bytes else None
                 # Encoded here, as the store would: a raw write takes its quick path.
@@ -385,13 +449,18 @@ class Writer:
             existing = yield steps.GetMany([(ns, key) for ns, key, _ in regular])
             special.extend(e for e, old in zip(regular, existing, strict=True) if old is None)
         allowlist.learn(found)
+        batch = special or regular
         # After a delete_thread, writes for a checkpoint that is gone are refused.
         try:
-            batch = special or regular
             yield from self._write(
                 scope, batch + chunk_rows if chunk_rows else batch,
-                if_absent=not special, lenders=lenders,
+                if_absent=not special, lenders=lenders, required=required,
             )  # fmt: skip
+        except TakenGone:
+            # The child checkpoint whose bytes they took had not landed as offered
+            # (or is gone): written again, each with its own bytes.
+            yield from self.put_writes(serde, scope, writes, task_id, task_path, take=False)
+            return
         except LenderGone:
             # A checkpoint they borrow from is not stored (deleted meanwhile, or
             # not written yet): the writes go with their bytes inline.
@@ -418,16 +487,20 @@ class Writer:
         *,
         if_absent: bool = False,
         lenders: Iterable[tuple[str, str]] = (),
+        required: Sequence[Holds] = (),
         made: str | None = None,
     ) -> steps.Plan[None]:
         """One ``store.write`` of ``rows`` (raw, a 4th element gives a row's tags) with
         the conditions the thread's guard asks for (:mod:`.guard`).
 
         ``lenders`` are entries ``(namespace, key)`` whose chunks the written
-        forms reference: they must exist when the write lands. ``made``: the
-        id of the checkpoint a put writes.
+        forms reference: they must exist when the write lands, as must the
+        rows ``required`` (a pending write's, holding what was written).
+        ``made``: the id of the checkpoint a put writes.
 
         Raises:
+            TakenGone: A row ``required`` does not hold what was offered (not
+                landed yet, refused, rewritten or deleted).
             LenderGone: A lender was deleted meanwhile (and the thread was not).
             ThreadDeletedError: The thread was deleted, and the checkpoint a
                 put writes was made before that, or a checkpoint the write
@@ -441,7 +514,8 @@ class Writer:
                 self._unguarded.clear()
             unguarded = Absent(guard.GUARDS, keys.field(thread_id))
             self._unguarded[thread_id] = unguarded
-        lent = [Present(ns, k) for ns, k in lenders]
+        lent: _List[Present | Holds] = [Present(ns, k) for ns, k in lenders]
+        lent.extend(required)
         if thread_id not in self.guards.guarded:
             try:
                 yield steps.Write(
@@ -455,17 +529,22 @@ class Writer:
                 return
             except ConflictError:
                 pass  # the thread has a guard (or just got one), or a lender is gone
-        yield from self._write_guarded(scope, rows, if_absent, lent, made)
+        yield from self._write_guarded(scope, rows, if_absent, lent, len(required), made)
 
     def _write_guarded(
         self,
         scope: Scope,
         rows: Sequence[Row],
         if_absent: bool,
-        lent: _List[Present],
+        lent: _List[Present | Holds],
+        taken: int,
         made: str | None,
     ) -> steps.Plan[None]:
-        """:meth:`_write` once a condition failed: read the guard, decide, write."""
+        """:meth:`_write` once a condition failed: read the guard, decide, write.
+
+        The last ``taken`` of ``lent`` are rows whose chunks the write takes
+        (:class:`.values.Fresh`): one of them failing is :exc:`.values.TakenGone`.
+        """
         thread_id = scope.thread_id
         guards = self.guards
         for _ in range(_ATTEMPTS):
@@ -491,8 +570,13 @@ class Writer:
                     "builds on is gone: the run that wrote it cannot go on; start a new "
                     "run (without a checkpoint_id) to reuse the thread id"
                 )
-            if lent and None in (yield guard.presence(lent)):
-                raise LenderGone
+            if lent:
+                found = yield guard.presence(lent)
+                mine = len(lent) - taken
+                if not _hold(lent[mine:], found[mine:]):
+                    raise TakenGone
+                if not _hold(lent, found):
+                    raise LenderGone
         raise ConflictError(
             f"thread {thread_id!r}: its guard kept changing during {_ATTEMPTS} attempts to write"
         )
