@@ -25,6 +25,9 @@ from swarmstate.integrations.langgraph.values import Values
 __all__ = ["Reader"]
 
 _BATCH: Final = 32
+_TAIL: Final = 64
+"""Rows a latest read takes from the newest checkpoint it knows of to the namespace's
+end: that checkpoint's group, and what others wrote after it, in one read."""
 _List = list
 
 Group = tuple[str, str, str, Any, _List[Any]]
@@ -53,6 +56,28 @@ class Reader:
         namespace = self.namespaces.namespace(thread_id, checkpoint_ns)
         if checkpoint_id:
             return (yield from self._group(serde, thread_id, checkpoint_ns, checkpoint_id))
+        known = self.values.latest.get(namespace)
+        if known is not None:
+            # The newest checkpoint this saver wrote or read here, and everything
+            # after it: when that reaches the end, its last group is the latest,
+            # with its writes, in one read.
+            rows = yield steps.Items(namespace, start=keys.group_range(known)[0], limit=_TAIL)
+            last = _last_group(rows) if len(rows) < _TAIL else None
+            if last is not None:
+                found = self.decode(serde, thread_id, checkpoint_ns, *last)
+                one = yield from self._one_plan(serde, found)
+                if one is not None:
+                    self.values.saw_latest(namespace, last[0])
+                    return one
+        one = yield from self._latest(serde, thread_id, checkpoint_ns, namespace)
+        if one is not None:
+            self.values.saw_latest(namespace, one.config["configurable"]["checkpoint_id"])
+        return one
+
+    def _latest(
+        self, serde: Any, thread_id: str, checkpoint_ns: str, namespace: str
+    ) -> steps.Plan[CheckpointTuple | None]:
+        """The latest checkpoint of ``namespace`` found from its last key."""
         latest = yield steps.Items(namespace, reverse=True, limit=1)
         if not latest:
             return None
@@ -251,3 +276,19 @@ class Reader:
             first=lambda: self.complete(serde, [found], offline=True),
         )
         return done[0] if done else None
+
+
+def _last_group(rows: _List[tuple[str, Any]]) -> tuple[str, Any, _List[Any]] | None:
+    """``(checkpoint id, stored entry, its writes)`` of the last checkpoint of ``rows``
+    (in key order, to the namespace's end) when every row after it is one of its
+    writes; None otherwise (no checkpoint, or writes of another after it)."""
+    for at in range(len(rows) - 1, -1, -1):
+        key = rows[at][0]
+        if key[-1] == keys.CHECKPOINT:
+            checkpoint_id = keys.checkpoint_id_of(key)
+            start, stop = keys.group_range(checkpoint_id)
+            tail = rows[at + 1 :]
+            if key != start + keys.CHECKPOINT or not all(start < k < stop for k, _ in tail):
+                return None
+            return checkpoint_id, rows[at][1], [w for _, w in tail]
+    return None

@@ -254,6 +254,9 @@ class Values:
         )
         self.reviver = Reviver(cache_bytes // 4)
         self.heads: OrderedDict[tuple[str, str, str], Head] = OrderedDict()
+        # Checkpoint namespace -> the newest checkpoint this saver wrote or read in
+        # it: a latest read starts there (a hint; a stale one costs a read).
+        self.latest: dict[str, str] = {}
         # (thread, checkpoint_ns, channel) -> how many more new versions to store
         # without comparing, because the last comparison shared under a quarter
         # (a plan regenerated whole). A hint: losing it costs one comparison.
@@ -280,6 +283,13 @@ class Values:
         if len(heads) > _HEADS_MAX:
             with contextlib.suppress(KeyError):  # another thread emptied it meanwhile
                 heads.popitem(last=False)
+
+    def saw_latest(self, namespace: str, checkpoint_id: str) -> None:
+        """Record ``checkpoint_id`` as the newest checkpoint of ``namespace`` known here."""
+        latest = self.latest
+        if len(latest) > _HEADS_MAX and namespace not in latest:
+            latest.clear()
+        latest[namespace] = checkpoint_id
 
     def parent_head(
         self, serde: Any, thread_id: str, checkpoint_ns: str, parent_id: str

@@ -347,6 +347,7 @@ class Writer:
             checkpoint_id,
             _new_tuple(Head, (dict(versions), built.forms, run_id)),
         )
+        cache.saw_latest(namespace, checkpoint_id)
 
     # -- put_writes --------------------------------------------------------
 
