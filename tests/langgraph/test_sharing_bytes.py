@@ -123,6 +123,33 @@ def test_appending_writes_about_the_new_items_and_reads_stay_short() -> None:
     assert written < 5 * len(last.data)
 
 
+def test_compacting_a_version_makes_one_chunk_per_merged_run_and_copies_each_byte_once() -> None:
+    # More parts than a version keeps, of sizes across tiers: merged down to half the
+    # limit, each run merged (however many merges made it) is written once.
+    sizes = [(97 * k) % 2_900 + 64 for k in range(sharing.MAX_PARTS + 9)]
+    data = bytes(k % 251 for k in range(sum(sizes)))
+    parts: list[sharing.Part] = []
+    stored: dict[str, bytes] = {}
+    at = 0
+    for k, size in enumerate(sizes):
+        stored[f"base-{k}"] = data[at : at + size]
+        parts.append((f"base-{k}", 0, size))
+        at += size
+    keys_made: list[str] = []
+
+    def new_key() -> str:
+        keys_made.append(f"new-{len(keys_made)}")
+        return keys_made[-1]
+
+    edited = bytes([255]) + data[1:]  # the first byte edited: the rest is the base's parts
+    made, chunks = sharing.share(edited, sharing.version(data, parts), new_key)
+    assert len(made.parts) <= sharing.MAX_PARTS // 2
+    assert [key for key, _ in chunks] == keys_made  # no chunk made, copied, then dropped
+    assert sorted(keys_made) == sorted(k for k in sharing.chunk_keys(made.parts) if k in keys_made)
+    assert sum(len(chunk) for _, chunk in chunks) <= len(edited)
+    assert sharing.assemble(made.parts, {**stored, **dict(chunks)}) == edited
+
+
 def test_an_edit_in_the_middle_writes_about_the_edited_item() -> None:
     current = [{"i": i, "text": _text(i, 8)} for i in range(1_000)]
     edited = list(current)

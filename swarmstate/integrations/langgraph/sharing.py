@@ -50,6 +50,7 @@ import secrets
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate
+from operator import add
 from typing import Final, NamedTuple
 
 from swarmstate._checks import MAX_VALUE_BYTES
@@ -214,7 +215,7 @@ def share(
             into += end - start
         else:
             parts.append(data[start:end])
-    sizes = list(map(_size, parts))
+    sizes = [p[2] - p[1] if type(p) is tuple else len(p) for p in parts]
     if len(parts) >= TAIL_FANIN:
         merged = _compact(data, parts, sizes, new_key)
         if merged:
@@ -407,21 +408,26 @@ def _tier(size: int) -> int:
     return tier
 
 
-def _merge_plan(sizes: list[int], compacting: bool) -> tuple[int, int] | None:
-    """The parts ``[j, k)`` to merge next, or None when the version is compact."""
+def _merge_plan(sizes: list[int], tiers: list[int], compacting: bool) -> tuple[int, int] | None:
+    """The parts ``[j, k)`` to merge next, or None when the version is compact.
+
+    ``tiers[i]`` is ``_tier(sizes[i])``, kept beside the sizes by the caller.
+    """
     count = len(sizes)
     if count >= TAIL_FANIN:
-        last = _tier(sizes[-1])
+        last = tiers[-1]
         j = count
-        while j > 0 and _tier(sizes[j - 1]) == last:
+        while j > 0 and tiers[j - 1] == last:
             j -= 1
         if count - j >= (FANIN if last else TAIL_FANIN):
             return j, count
     if count > MAX_PARTS or (compacting and count > MAX_PARTS // 2):
         # Edits in the middle leave small parts between large ones: merge the
         # two neighbours holding the fewest bytes (the least rewritten), down
-        # to half the limit, so that this happens once per many edits.
-        j = min(range(count - 1), key=lambda i: sizes[i] + sizes[i + 1])
+        # to half the limit, so that this happens once per many edits. The
+        # first such pair, found in C.
+        pairs = list(map(add, sizes, itertools.islice(sizes, 1, None)))
+        j = pairs.index(min(pairs))
         return j, j + 2
     return None
 
@@ -429,17 +435,36 @@ def _merge_plan(sizes: list[int], compacting: bool) -> tuple[int, int] | None:
 def _compact(
     data: bytes, parts: list[Part], sizes: list[int], new_key: Callable[[], str]
 ) -> list[tuple[str, bytes]]:
-    """Merge piled-up tiers of ``parts`` (and ``sizes``) in place; the chunks made."""
+    """Merge piled-up tiers of ``parts`` (and ``sizes``) in place; the chunks made.
+
+    The merges are planned on the sizes alone; then each run of parts merged
+    is written once, as one chunk (a run merged again is not written in
+    between, so compacting a version writes each byte once).
+    """
     compacting = len(parts) > MAX_PARTS
-    chunks: list[tuple[str, bytes]] = []
-    while (plan := _merge_plan(sizes, compacting)) is not None:
+    counts = [1] * len(sizes)  # how many of ``parts`` each entry of ``sizes`` covers
+    tiers = list(map(_tier, sizes))
+    while (plan := _merge_plan(sizes, tiers, compacting)) is not None:
         j, k = plan
-        first = sum(sizes[:j])
-        last = first + sum(sizes[j:k])
-        key = new_key()
-        chunks.append((key, data[first:last]))
-        parts[j:k] = [(key, 0, last - first)]
-        sizes[j:k] = [last - first]
+        size = sum(sizes[j:k])
+        sizes[j:k] = [size]
+        tiers[j:k] = [_tier(size)]
+        counts[j:k] = [sum(counts[j:k])]
+    if len(counts) == len(parts):
+        return []
+    chunks: list[tuple[str, bytes]] = []
+    merged: list[Part] = []
+    at = first = 0  # where the entry starts in ``data``, and its first part
+    for size, count in zip(sizes, counts, strict=True):
+        if count == 1:
+            merged.append(parts[first])
+        else:
+            key = new_key()
+            chunks.append((key, data[at : at + size]))
+            merged.append((key, 0, size))
+        at += size
+        first += count
+    parts[:] = merged
     return chunks
 
 
