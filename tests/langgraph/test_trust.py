@@ -711,6 +711,23 @@ def test_the_quick_check_finds_every_object_a_walk_finds(value: Any) -> None:
     assert allowlist.classes_in(value, kind, data) == allowlist.objects_in(value)
 
 
+class _Color(enum.StrEnum):
+    RED = "red"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+@pytest.mark.parametrize("value", ["plain", 7, 2.5, True, _Color.RED, _Level.HIGH])
+def test_a_scalar_holds_no_object_and_a_subclass_of_one_is_still_found(value: Any) -> None:
+    # A str, int, float or bool is answered without looking at its bytes; an enum
+    # member of one of those types is an object the reader must be allowed to revive.
+    kind, data = JsonPlusSerializer().dumps_typed(value)
+    expected = {type(value)} if isinstance(value, enum.Enum) else set()
+    assert allowlist.classes_in(value, kind, data) == expected == allowlist.objects_in(value)
+
+
 def test_the_quick_check_finds_objects_packed_as_fixed_size_extensions() -> None:
     # An object whose data is exactly 8 or 16 bytes is a fixext 8 or 16, not an ext 8.
     found = []

@@ -92,11 +92,14 @@ def learn(classes: Iterable[type]) -> None:
 def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
     """The classes of the objects ``value`` holds, given what the serializer made of it.
 
-    Empty at once when its msgpack bytes hold nothing shaped like an object
+    Empty at once for a str, int, float or bool (not a subclass), or when its
+    msgpack bytes hold nothing shaped like an object
     (:func:`_object_shaped`), or, when too many bytes look like the start of
     one to check each, when the value packs as plain data with no hook; a
     value that may hold objects is walked (:func:`objects_in`).
     """
+    if type(value) in _SCALARS:
+        return _NOTHING  # a str, int, float or bool holds no object (a subclass is walked)
     if kind == "msgpack" and type(data) is bytes:
         shaped = _object_shaped(data)
         if shaped is False or (shaped is None and _plain(value)):
@@ -106,6 +109,8 @@ def classes_in(value: Any, kind: str, data: Any) -> frozenset[type] | set[type]:
     return objects_in(value)
 
 
+_SCALARS: Final = frozenset((str, int, float, bool))
+"""Builtin types whose values hold no object; their subclasses (an enum of str) may."""
 _EXT_HEADS: Final = ((0xC7, 2), (0xC8, 3), (0xC9, 5), (0xD7, 1), (0xD8, 1))
 """Each msgpack extension marker an object can take, and the bytes to its type code.
 
