@@ -465,7 +465,7 @@ def test_compare_takes_a_claim_with_one_figure_per_process_within_five_percent()
 def _served(lag_ms: float, turn_ms: float, seconds: float) -> Any:
     from benchmarks.sections.server.load import Served
 
-    return Served(4, 5, seconds, [int(turn_ms * 1e6)] * 20, [int(lag_ms * 1e6)] * 100)
+    return Served(4, 5, seconds, [int(turn_ms * 1e6)] * 20, [int(lag_ms * 1e6)] * 100, seconds / 2)
 
 
 def _server_claims(ours: Any, peer: Any) -> dict[str, dict[str, Any]]:
@@ -555,6 +555,12 @@ def test_a_tiny_run_of_the_server_section_measures_both_stores(pg_conninfo: str)
             assert [row["turns_measured"] for row in turns] == [2 * users * 2] * 2
             allowance = next(row for rid, row in mine.items() if ".lag_allowance." in rid)
             assert min(allowance["rounds"]) >= 1.0
+            # One thread's CPU time: some, and never more than the run's wall time.
+            busy = [v for rid, row in mine.items() if ".loop_busy." in rid for v in row["rounds"]]
+            cpu = [v for rid, row in mine.items() if ".loop_cpu." in rid for v in row["rounds"]]
+            assert len(busy) == len(cpu) == 4
+            assert all(0 < v <= 1.05 for v in busy)
+            assert all(v > 0 for v in cpu)
 
 
 def test_the_server_section_runs_alone_and_prints_its_ratios() -> None:

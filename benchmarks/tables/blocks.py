@@ -218,9 +218,13 @@ _GROWTH_PUT = (
 _SERVER_LAG = (
     "the loop is saturated in this closed loop: each user starts its next turn as soon as "
     "one ends, and ours ends turns sooner (the throughput claim), so more tasks are ready "
-    "in each pass of the loop and the ticker waits for all of them. The saver's own pieces "
-    "on the loop are short (timed between awaits, issue #39's note); at the same offered "
-    "load (`--open-load`, an open loop) the lag was within the limit in the last such run"
+    "in each pass of the loop and the ticker waits for all of them. The same rows measure "
+    "it: `loop_busy` (the loop thread's CPU over the wall time) is near 1 for ours and "
+    "well below it for the peer, which waits on its I/O, while `loop_cpu` (the loop "
+    "thread's CPU per turn) is close to the peer's. The "
+    "saver's own pieces on the loop are short (timed between awaits, issue #39's note); "
+    "at the same offered load (`--open-load`, an open loop) the lag was within the limit "
+    "in the last such run"
 )
 WHY = {
     "memory.put": "the peer's put is a few dict assignments of per-channel blobs; ours "

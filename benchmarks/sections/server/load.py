@@ -4,8 +4,9 @@
 ``graph.ainvoke`` on a thread of its own, while a ticker task on the same
 loop sleeps a millisecond at a time and records how late each wake-up is
 (the loop's lag: how long every other request on that server would have
-waited for the loop at that moment). Nothing here knows which saver the
-graph writes through.
+waited for the loop at that moment), and the CPU time of the loop's own
+thread over the run (what the turns cost the loop, whatever ran in worker
+threads). Nothing here knows which saver the graph writes through.
 
 Closed loop (the default): each user starts its next turn as soon as the
 last one returned, so a faster saver also offers the loop more work per
@@ -37,11 +38,22 @@ class Served:
     seconds: float  # from the first user's start to the last user's end
     turn_ns: list[int]  # each ainvoke, in the order they ended
     lag_ns: list[int]  # each wake-up of the ticker: how much later than asked
+    loop_cpu: float = 0.0  # seconds of CPU the loop's thread used over the run
 
     @property
     def throughput(self) -> float:
         """Turns per second over the run."""
         return len(self.turn_ns) / self.seconds
+
+    @property
+    def loop_cpu_per_turn(self) -> float:
+        """Milliseconds of the loop thread's CPU per turn: what a turn costs the loop."""
+        return self.loop_cpu / len(self.turn_ns) * 1e3
+
+    @property
+    def loop_busy(self) -> float:
+        """The share of the run's wall time the loop's thread spent on the CPU."""
+        return self.loop_cpu / self.seconds
 
 
 async def _tick(lags: list[int], stop: asyncio.Event) -> None:
@@ -110,12 +122,14 @@ async def serve(
 
     ticker = asyncio.create_task(_tick(lags, stop))
     began = clock()
+    cpu_began = time.thread_time()  # this is the loop's thread
     try:
         async with asyncio.TaskGroup() as users_running:  # one user failing stops them all
             for number in range(users):
                 users_running.create_task(user(number))
         seconds = (clock() - began) / 1e9
+        loop_cpu = time.thread_time() - cpu_began
     finally:
         stop.set()
         await ticker
-    return Served(users, turns, seconds, turn_ns, lags)
+    return Served(users, turns, seconds, turn_ns, lags, loop_cpu)

@@ -22,7 +22,11 @@ and is dropped. A collection runs before each run, never inside one.
 Rows ``server.<store>.u<users>.<metric>.<saver>``, one figure per round:
 ``throughput`` (turns/s: turns over the run's wall time), ``turn_p50`` and
 ``turn_p99`` (each ``ainvoke``, ms), ``lag_p50``, ``lag_p99`` and
-``lag_max`` (the ticker's wake-ups, ms); and
+``lag_max`` (the ticker's wake-ups, ms), ``loop_cpu`` (the loop thread's
+CPU time per turn, ms: what a turn costs the loop, work handed to worker
+threads left out) and ``loop_busy`` (that CPU time over the run's wall
+time: near 1, the loop is saturated and every ready task waits for the
+others' pieces, so the lag grows with throughput); and
 ``server.<store>.u<users>.lag_allowance.<peer>``: the peer's lag p99, or
 1 ms where it is lower.
 
@@ -75,6 +79,8 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "lag_p50": ("ms", "event loop lag p50", False),
     "lag_p99": ("ms", "event loop lag p99", False),
     "lag_max": ("ms", "event loop lag max", False),
+    "loop_cpu": ("ms", "the loop thread's CPU per turn", False),
+    "loop_busy": ("share", "the loop thread's CPU over the run's wall time", False),
 }
 
 
@@ -163,6 +169,8 @@ def round_figures(got: Served) -> dict[str, float]:
         "lag_p50": _ms(got.lag_ns, "p50"),
         "lag_p99": _ms(got.lag_ns, "p99"),
         "lag_max": max(got.lag_ns) / 1e6,
+        "loop_cpu": got.loop_cpu_per_turn,
+        "loop_busy": got.loop_busy,
     }
 
 
