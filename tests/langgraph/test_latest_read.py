@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 
 import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
-from tests.support.checkpoints import put_value
+from tests.support.checkpoints import put_value, store_calls
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 LATEST = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
@@ -46,19 +46,6 @@ def _seen(found: CheckpointTuple | None) -> tuple[Any, ...] | None:
     )
 
 
-def _calls_of(store: swarmstate.BaseStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    calls: list[str] = []
-    for name in ("write", "items", "get_many", "get", "keys"):
-        method = getattr(store, name)
-
-        def recorded(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
-            calls.append(_name)
-            return _method(*args, **kw)
-
-        monkeypatch.setattr(store, name, recorded)
-    return calls
-
-
 def test_the_latest_checkpoint_and_its_writes_are_one_read_after_the_savers_own_put(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -66,7 +53,7 @@ def test_the_latest_checkpoint_and_its_writes_are_one_read_after_the_savers_own_
     first = put_value(saver, "t", 1)
     second = put_value(saver, "t", 2, parent=first)
     _writes(saver, second, "task-a", 3, 4)
-    calls = _calls_of(saver.store, monkeypatch)
+    calls = store_calls(saver.store, monkeypatch)
     found = saver.get_tuple(LATEST)
     assert calls == ["items"]
     assert _seen(found) == (second, {"x": 2}, [("task-a", "x", 3), ("task-a", "x", 4)], first)

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 import swarmstate
 from swarmstate.integrations.langgraph import SwarmStateSaver
 from swarmstate.integrations.langgraph.format import keys
-from tests.support.checkpoints import put_value
+from tests.support.checkpoints import put_value, store_calls
 
 MakeStore = Callable[[], swarmstate.BaseStore]
 
@@ -180,20 +180,6 @@ def test_list_of_every_thread_holds_what_in_memory_saver_holds_newest_first(
     assert sorted(seen(ours)) == sorted(row for row in seen(peer) if row[4] != "b-1")
 
 
-def _calls_of(store: swarmstate.BaseStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the store's reads and writes from now on, in order (the store runs them)."""
-    calls: list[str] = []
-    for name in ("write", "items", "get_many", "get", "keys"):
-        method = getattr(store, name)
-
-        def recorded(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
-            calls.append(_name)
-            return _method(*args, **kw)
-
-        monkeypatch.setattr(store, name, recorded)
-    return calls
-
-
 def test_delete_thread_of_a_thread_never_claimed_is_one_write_that_reads_nothing_first(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -202,7 +188,7 @@ def test_delete_thread_of_a_thread_never_claimed_is_one_write_that_reads_nothing
     parent = _put(saver, "t", {"a": 1})
     _put(saver, "t", {"a": 2}, parent=parent)
     _put(saver, "u", {"a": 3})
-    calls = _calls_of(saver.store, monkeypatch)
+    calls = store_calls(saver.store, monkeypatch)
     saver.delete_thread("t")
     assert calls == ["write"]  # the tombstone and the thread's entries, together
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
@@ -216,7 +202,7 @@ def test_delete_thread_of_a_claimed_thread_reads_its_guard_and_keeps_its_tokens(
     saver.setup()
     _put(saver, "t", {"a": 1})
     assert saver.claim("t", ttl=60) == 1
-    calls = _calls_of(saver.store, monkeypatch)
+    calls = store_calls(saver.store, monkeypatch)
     saver.delete_thread("t")
     # The first attempt assumed no guard and was refused whole; the guard was read.
     assert calls == ["write", "items", "write"]

@@ -43,3 +43,17 @@ def put_value(
         metadata["run_id"] = run_id
     saver.put({"configurable": conf}, checkpoint, metadata, {channel: version})  # type: ignore[arg-type]
     return str(checkpoint["id"])
+
+
+def store_calls(store: Any, monkeypatch: Any) -> list[str]:
+    """The names of ``store``'s reads and writes from now on, in order (the store runs them)."""
+    calls: list[str] = []
+    for name in ("write", "items", "get_many", "get", "keys"):
+        method = getattr(store, name)
+
+        def recorded(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
+            calls.append(_name)
+            return _method(*args, **kw)
+
+        monkeypatch.setattr(store, name, recorded)
+    return calls
